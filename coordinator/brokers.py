@@ -1,0 +1,110 @@
+"""The broker registry: one ephemeral znode per live broker, like Kafka's /brokers/ids.
+
+The znode lives exactly as long as the broker's ZooKeeper session, so "registered" means
+"alive as far as ZooKeeper can tell", and the controller learns of a crash when the session
+expires. After a session loss the broker must register again on its new session.
+"""
+
+from __future__ import annotations
+
+import time
+
+from coordinator.errors import BrokerIdInUseError, ZNodeExistsError, ZNodeNotFoundError
+from coordinator.zk import ZkSession
+from coordinator.znodes import BROKER_IDS_PATH, BrokerInfo, broker_path
+from spark_log.config import NodeConfig
+
+# How long to wait for a previous incarnation's registration to expire, in session timeouts:
+# its session needs up to one timeout to expire, plus slack for the server to notice.
+REGISTER_WAIT_SESSION_TIMEOUTS = 2.0
+
+
+def broker_info_for(config: NodeConfig, started_at_ms: int | None = None) -> BrokerInfo:
+    """The registration a node advertises, built from its config."""
+    return BrokerInfo(
+        broker_id=config.broker_id,
+        host=config.api_host,
+        api_url=config.api_url,
+        nats_url=config.nats_url,
+        started_at_ms=started_at_ms if started_at_ms is not None else int(time.time() * 1000),
+    )
+
+
+def register_broker(session: ZkSession, info: BrokerInfo, wait_s: float | None = None) -> None:
+    """Create this broker's ephemeral registration, waiting out a stale one.
+
+    A registration can outlive its broker: a node killed with -9 leaves its session open until
+    the session times out, and a restarted ZooKeeper restores open sessions. So an existing
+    znode owned by another session is waited on (by watch) for up to ``wait_s`` (default two
+    session timeouts) before BrokerIdInUseError. One owned by this very session (a retry after
+    a connection loss that hid a successful create) counts as registered.
+    """
+    budget_s = (
+        wait_s
+        if wait_s is not None
+        else REGISTER_WAIT_SESSION_TIMEOUTS * (session.session_timeout_s)
+    )
+    path = broker_path(info.broker_id)
+    deadline = time.monotonic() + budget_s
+    session.ensure_path(BROKER_IDS_PATH)
+    while True:
+        try:
+            session.create_json(path, info.to_json(), ephemeral=True)
+            return
+        except ZNodeExistsError:
+            owner = _owner(session, path)
+            if owner is not None and owner == session.session_id:
+                return
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not session.wait_deleted(path, remaining):
+            raise BrokerIdInUseError(_in_use_message(session, info.broker_id, budget_s))
+
+
+def deregister_broker(session: ZkSession, broker_id: int) -> None:
+    """Remove this broker's registration (clean shutdown), never another session's."""
+    path = broker_path(broker_id)
+    try:
+        if _owner(session, path) == session.session_id:
+            session.delete(path)
+    except ZNodeNotFoundError:
+        return
+
+
+def live_brokers(session: ZkSession) -> list[BrokerInfo]:
+    """Registered brokers, sorted by broker id."""
+    try:
+        ids = session.children(BROKER_IDS_PATH)
+    except ZNodeNotFoundError:
+        return []
+    brokers = []
+    for broker_id in sorted(ids, key=int):
+        try:
+            data, _version = session.get_json(broker_path(int(broker_id)))
+        except ZNodeNotFoundError:  # expired between the listing and the read
+            continue
+        brokers.append(BrokerInfo.from_json(data))
+    return brokers
+
+
+def _owner(session: ZkSession, path: str) -> int | None:
+    try:
+        return session.ephemeral_owner(path)
+    except ZNodeNotFoundError:
+        return None
+
+
+def _in_use_message(session: ZkSession, broker_id: int, waited_s: float) -> str:
+    holder = ""
+    try:
+        data, _version = session.get_json(broker_path(broker_id))
+        holder = (
+            f" (registered by {data.get('api_url')}, started_at_ms {data.get('started_at_ms')})"
+        )
+    except ZNodeNotFoundError:
+        pass
+    return (
+        f"broker id {broker_id} is in use by another live ZooKeeper session{holder}; waited "
+        f"{waited_s:.1f}s for it to expire. Another node with this broker_id is running, or a "
+        "previous incarnation's session has not expired yet: stop the other node, or use a "
+        "different broker_id."
+    )

@@ -1,0 +1,212 @@
+"""Streams in ZooKeeper: create (idempotent), read, pause, delete, partition leader/ISR state.
+
+A stream's znode, its partitions and their initial leader/ISR state are written in one
+ZooKeeper transaction, so nobody ever sees a stream without its partitions, and two racing
+creates of the same stream cannot both win. Every later change is a conditional write on the
+znode version (the fencing rule of docs/znodes.md).
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import time
+import zlib
+from collections.abc import Callable
+
+from coordinator.assignment import assign_replicas
+from coordinator.brokers import live_brokers
+from coordinator.errors import (
+    CoordinatorError,
+    VersionConflictError,
+    ZNodeExistsError,
+    ZNodeNotFoundError,
+)
+from coordinator.stream_watch import StreamWatch
+from coordinator.zk import ZkSession
+from coordinator.znodes import (
+    STREAMS_PATH,
+    PartitionState,
+    StreamRecord,
+    partition_path,
+    partition_state_path,
+    partitions_path,
+    stream_path,
+)
+from spark_log.errors import PartitionNotFoundError, StreamExistsError, StreamNotFoundError
+from spark_log.stream_spec import StreamSpec, validate_stream_name
+
+CREATE_MAX_ATTEMPTS = 3
+SET_PAUSED_MAX_ATTEMPTS = 5
+
+
+class StreamStore:
+    """Stream records and partition states under ``{root}/v1/streams``."""
+
+    def __init__(self, session: ZkSession) -> None:
+        self._session = session
+
+    def create(self, spec: StreamSpec) -> tuple[bool, StreamRecord]:
+        """Create the stream; (True, record) if created, (False, existing) if identical.
+
+        A different spec under the same name is StreamExistsError naming the fields that
+        differ. Replicas are assigned over the brokers live right now.
+        """
+        last_race: ZNodeExistsError | None = None
+        for _attempt in range(CREATE_MAX_ATTEMPTS):
+            existing = self._find(spec.name)
+            if existing is not None:
+                _require_same_spec(existing.spec, spec)
+                return False, existing
+            try:
+                return True, self._create_new(spec)
+            except ZNodeExistsError as exc:  # lost a race with another create: compare again
+                last_race = exc
+        raise CoordinatorError(
+            f"stream {spec.name!r} could not be created after {CREATE_MAX_ATTEMPTS} attempts "
+            f"racing other writers: {last_race}"
+        )
+
+    def _create_new(self, spec: StreamSpec) -> StreamRecord:
+        broker_ids = [broker.broker_id for broker in live_brokers(self._session)]
+        replicas = assign_replicas(
+            spec.partitions,
+            spec.replication_factor,
+            broker_ids,
+            start_index=_start_index(spec.name, len(broker_ids)),
+        )
+        record = StreamRecord(spec=spec, paused=False, created_at_ms=int(time.time() * 1000))
+        self._session.ensure_path(STREAMS_PATH)
+        txn = self._session.transaction()
+        txn.create_json(stream_path(spec.name), record.to_json())
+        txn.create(partitions_path(spec.name))
+        for partition, partition_replicas in enumerate(replicas):
+            txn.create(partition_path(spec.name, partition))
+            state = PartitionState.initial(partition_replicas)
+            txn.create_json(partition_state_path(spec.name, partition), state.to_json())
+        txn.commit()
+        return record
+
+    def get(self, name: str) -> StreamRecord:
+        """The stream's record; StreamNotFoundError if there is none."""
+        record, _version = self._read(name)
+        return record
+
+    def delete(self, name: str) -> None:
+        """Delete the stream and its partition states atomically."""
+        validate_stream_name(name)
+        try:
+            self._session.delete_recursive(stream_path(name))
+        except ZNodeNotFoundError as exc:
+            raise StreamNotFoundError(f"stream {name!r} not found") from exc
+
+    def set_paused(self, name: str, paused: bool) -> StreamRecord:
+        """Pause or resume; a read-modify-write retried when another writer got in between."""
+        for _attempt in range(SET_PAUSED_MAX_ATTEMPTS):
+            record, version = self._read(name)
+            if record.paused == paused:
+                return record
+            updated = dataclasses.replace(record, paused=paused)
+            try:
+                self._session.set_json(stream_path(name), updated.to_json(), version)
+                return updated
+            except VersionConflictError:
+                continue
+            except ZNodeNotFoundError as exc:
+                raise StreamNotFoundError(f"stream {name!r} not found") from exc
+        raise VersionConflictError(
+            f"stream {name!r} kept changing; gave up after {SET_PAUSED_MAX_ATTEMPTS} attempts"
+        )
+
+    def partition_states(self, name: str) -> dict[int, tuple[PartitionState, int]]:
+        """Every partition's state and the znode version a conditional write must quote."""
+        validate_stream_name(name)
+        try:
+            partitions = sorted(int(p) for p in self._session.children(partitions_path(name)))
+            states = {}
+            for partition in partitions:
+                data, version = self._session.get_json(partition_state_path(name, partition))
+                states[partition] = (PartitionState.from_json(data), version)
+        except ZNodeNotFoundError as exc:  # partitions are created with the stream, so: gone
+            raise StreamNotFoundError(f"stream {name!r} not found") from exc
+        return states
+
+    def set_partition_state(
+        self, name: str, partition: int, state: PartitionState, expected_version: int
+    ) -> int:
+        """Write a partition's state only if it is still at ``expected_version``.
+
+        Returns the new version. VersionConflictError means someone else (another controller,
+        a newer leader) changed it: re-read, never retry blindly.
+        """
+        validate_stream_name(name)
+        try:
+            return self._session.set_json(
+                partition_state_path(name, partition), state.to_json(), expected_version
+            )
+        except VersionConflictError as exc:
+            raise VersionConflictError(
+                f"partition {partition} of stream {name!r} changed since version "
+                f"{expected_version}; re-read its state"
+            ) from exc
+        except ZNodeNotFoundError as exc:
+            if self._find(name) is None:
+                raise StreamNotFoundError(f"stream {name!r} not found") from exc
+            raise PartitionNotFoundError(f"stream {name!r} has no partition {partition}") from exc
+
+    def watch(self, callback: Callable[[], None]) -> StreamWatch:
+        """Call ``callback()`` now and whenever streams, a stream or a partition state change.
+
+        Level-triggered: the callback says "something changed", the caller re-reads. It runs on
+        kazoo's thread and must not block (hop onto your own loop or queue).
+        """
+        watch = StreamWatch(self._session, callback)
+        watch.start()
+        return watch
+
+    def list(self) -> builtins.list[StreamRecord]:
+        """Every stream, sorted by name."""
+        try:
+            names = self._session.children(STREAMS_PATH)
+        except ZNodeNotFoundError:
+            return []
+        records = []
+        for name in names:
+            found = self._find(name)
+            if found is not None:  # None: deleted between the listing and the read
+                records.append(found)
+        return records
+
+    def _find(self, name: str) -> StreamRecord | None:
+        try:
+            return self.get(name)
+        except StreamNotFoundError:
+            return None
+
+    def _read(self, name: str) -> tuple[StreamRecord, int]:
+        validate_stream_name(name)
+        try:
+            data, version = self._session.get_json(stream_path(name))
+        except ZNodeNotFoundError as exc:
+            raise StreamNotFoundError(f"stream {name!r} not found") from exc
+        return StreamRecord.from_json(data), version
+
+
+def _require_same_spec(existing: StreamSpec, requested: StreamSpec) -> None:
+    """Idempotent create: identical specs are fine, any difference is named."""
+    differences = [
+        f"{field.name} (existing {getattr(existing, field.name)!r}, "
+        f"requested {getattr(requested, field.name)!r})"
+        for field in dataclasses.fields(StreamSpec)
+        if getattr(existing, field.name) != getattr(requested, field.name)
+    ]
+    if differences:
+        raise StreamExistsError(
+            f"stream {existing.name!r} already exists with a different spec: "
+            + ", ".join(differences)
+        )
+
+
+def _start_index(name: str, broker_count: int) -> int:
+    """Where the round-robin starts: spread by stream name, yet reproducible (Kafka: random)."""
+    return zlib.crc32(name.encode()) % broker_count if broker_count else 0

@@ -1,0 +1,171 @@
+"""The versioned znode layout and the JSON each znode holds (see docs/znodes.md).
+
+Paths here are relative to the configured root (``NodeConfig.zk_root``); ``ZkSession`` puts
+the root in front, so several clusters (or tests) can share one ZooKeeper ensemble. Every JSON
+value carries ``"version": 1``: a reader refuses versions it does not know instead of
+misreading them, so a future layout change is a visible error during a rolling upgrade.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from coordinator.errors import ZNodeFormatError
+from spark_log.errors import LiftlogError
+from spark_log.stream_spec import StreamSpec
+from spark_log.typed_config import from_mapping
+
+SCHEMA_VERSION = 1
+NO_LEADER = -1
+INITIAL_LEADER_EPOCH = 0
+INITIAL_CONTROLLER_EPOCH = 0
+
+V1 = "/v1"
+BROKER_IDS_PATH = f"{V1}/brokers/ids"
+STREAMS_PATH = f"{V1}/streams"
+# Reserved for the controller milestone: the elected controller (ephemeral) and its epoch.
+CONTROLLER_PATH = f"{V1}/controller"
+CONTROLLER_EPOCH_PATH = f"{V1}/controller_epoch"
+
+T = TypeVar("T")
+
+
+def broker_path(broker_id: int) -> str:
+    return f"{BROKER_IDS_PATH}/{broker_id}"
+
+
+def stream_path(name: str) -> str:
+    return f"{STREAMS_PATH}/{name}"
+
+
+def partitions_path(name: str) -> str:
+    return f"{stream_path(name)}/partitions"
+
+
+def partition_path(name: str, partition: int) -> str:
+    return f"{partitions_path(name)}/{partition}"
+
+
+def partition_state_path(name: str, partition: int) -> str:
+    return f"{partition_path(name, partition)}/state"
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """A live broker's registration (ephemeral: it lives exactly as long as the session)."""
+
+    broker_id: int
+    host: str
+    api_url: str
+    nats_url: str
+    started_at_ms: int
+
+    def to_json(self) -> dict[str, Any]:
+        return _versioned(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> BrokerInfo:
+        return _from_versioned(cls, data, "broker registration")
+
+
+@dataclass(frozen=True)
+class StreamRecord:
+    """A stream as stored: the user's spec plus the state an operator changes (paused)."""
+
+    spec: StreamSpec
+    paused: bool
+    created_at_ms: int
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": SCHEMA_VERSION,
+            "spec": self.spec.to_json(),
+            "paused": self.paused,
+            "created_at_ms": self.created_at_ms,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StreamRecord:
+        return _from_versioned(cls, data, "stream")
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """Leader, leader epoch and ISR of one partition (Kafka's LeaderAndIsr).
+
+    ``replicas`` is the assignment, ordered: the first replica is the preferred leader.
+    ``controller_epoch`` records which controller generation wrote this state.
+    """
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    controller_epoch: int
+
+    def __post_init__(self) -> None:
+        if not self.replicas or len(set(self.replicas)) != len(self.replicas):
+            raise ZNodeFormatError(f"replicas {list(self.replicas)} must be distinct, non-empty")
+        if not set(self.isr) <= set(self.replicas):
+            raise ZNodeFormatError(f"isr {list(self.isr)} not within {list(self.replicas)}")
+        if self.leader != NO_LEADER and self.leader not in self.replicas:
+            raise ZNodeFormatError(f"leader {self.leader} is not a replica")
+        if self.leader_epoch < 0 or self.controller_epoch < 0:
+            raise ZNodeFormatError("leader_epoch and controller_epoch must be >= 0")
+
+    @property
+    def offline(self) -> bool:
+        """No leader can serve the partition (no leader, or nobody left in sync)."""
+        return self.leader == NO_LEADER or not self.isr
+
+    @classmethod
+    def initial(cls, replicas: list[int]) -> PartitionState:
+        """A new partition: the preferred replica leads, every replica is in sync."""
+        return cls(
+            leader=replicas[0],
+            leader_epoch=INITIAL_LEADER_EPOCH,
+            isr=tuple(replicas),
+            replicas=tuple(replicas),
+            controller_epoch=INITIAL_CONTROLLER_EPOCH,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return _versioned(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PartitionState:
+        return _from_versioned(cls, data, "partition state")
+
+
+def _versioned(obj: Any) -> dict[str, Any]:
+    data = dataclasses.asdict(obj)
+    for key, value in data.items():
+        if isinstance(value, tuple):
+            data[key] = list(value)
+    return {"version": SCHEMA_VERSION, **data}
+
+
+def _from_versioned(cls: type[T], data: Mapping[str, Any], what: str) -> T:
+    """Check the schema version, then every field (unknown keys and wrong types refused)."""
+    if not isinstance(data, Mapping):
+        raise ZNodeFormatError(f"{what}: expected a JSON object, got {type(data).__name__}")
+    version = data.get("version")
+    if version != SCHEMA_VERSION:
+        raise ZNodeFormatError(
+            f"{what}: unsupported schema version {version!r} "
+            f"(this Liftlog reads version {SCHEMA_VERSION})"
+        )
+    fields = {k: v for k, v in data.items() if k != "version"}
+    try:
+        return from_mapping(cls, fields, what)
+    except ZNodeFormatError:
+        raise
+    except LiftlogError as exc:  # ConfigError, InvalidRequestError from the field checks
+        raise ZNodeFormatError(f"{what}: {exc.message}") from exc

@@ -1,0 +1,40 @@
+"""``python -m ingest --config FILE``: run one ingest node until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from spark_log.config import load_node_config
+from spark_log.errors import LiftlogError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="liftlog-node", description=__doc__)
+    parser.add_argument("--config", required=True, help="node config (TOML)")
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("kazoo").setLevel(logging.WARNING)
+    try:
+        config = load_node_config(args.config)
+    except LiftlogError as exc:
+        print(f"liftlog node: {exc.message}", file=sys.stderr)
+        return 2
+    from ingest.node import IngestNode  # imported late: config errors print fast
+
+    try:
+        asyncio.run(IngestNode(config).run_until_signalled())
+    except LiftlogError as exc:
+        logging.getLogger("liftlog.node").error("node stopped: %s", exc.message)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

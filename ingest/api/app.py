@@ -1,0 +1,319 @@
+"""The FastAPI app every node serves: admin, records, cluster, health and metrics."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import TYPE_CHECKING, Annotated, Any
+
+import pyarrow as pa
+from fastapi import FastAPI, Query, Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from spark_log.log import Record
+
+from ingest import admin
+from ingest.api.errors import install_error_handlers
+from ingest.api.models import PublishBody, StreamCreate
+from ingest.produce_request import ProduceRequest, ack_policy_or_default, normalize_batch_table
+from spark_log.errors import InvalidRequestError, RecordTooLargeError, UnavailableError
+from spark_log.stream_spec import StreamSpec
+from spark_log.wire import ARROW_STREAM_MEDIA_TYPE, HEADER_KEY
+
+if TYPE_CHECKING:
+    from ingest.node import IngestNode
+
+MAX_PUBLISH_BODY_BYTES = 64 * 1024 * 1024
+FETCH_SCHEMA = pa.schema(
+    [
+        ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("ms", tz="UTC")),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
+        ("subject", pa.string()),
+    ]
+)
+
+Encoding = Annotated[str, Query(pattern="^(base64|utf-8)$", description="key/value encoding")]
+
+
+def create_app(node: IngestNode) -> FastAPI:
+    app = FastAPI(
+        title="Liftlog",
+        version="0.1.0",
+        description="Durable, partitioned, offset-addressed streams recorded from NATS subjects.",
+    )
+    install_error_handlers(app)
+    _stream_routes(app, node)
+    _record_routes(app, node)
+    _cluster_routes(app, node)
+    return app
+
+
+def _stream_routes(app: FastAPI, node: IngestNode) -> None:
+    @app.post("/v1/streams", status_code=201, tags=["streams"])
+    async def create_stream(body: StreamCreate) -> JSONResponse:
+        """Create a stream; an identical spec answers 200, a conflicting one 409."""
+        spec = StreamSpec(**body.model_dump())
+        created, described = await admin.create_stream(node, spec)
+        return JSONResponse(described, status_code=201 if created else 200)
+
+    @app.get("/v1/streams", tags=["streams"])
+    async def list_streams() -> dict[str, Any]:
+        return {"streams": await admin.list_streams(node)}
+
+    @app.get("/v1/streams/{stream}", tags=["streams"])
+    async def describe_stream(stream: str) -> dict[str, Any]:
+        return await admin.describe_stream(node, stream)
+
+    @app.delete("/v1/streams/{stream}", tags=["streams"])
+    async def delete_stream(stream: str) -> dict[str, Any]:
+        await admin.delete_stream(node, stream)
+        return {"deleted": stream}
+
+    @app.post("/v1/streams/{stream}/pause", tags=["streams"])
+    async def pause_stream(stream: str) -> dict[str, Any]:
+        """Stop recording the stream's subject; records stay readable."""
+        return await admin.set_paused(node, stream, True)
+
+    @app.post("/v1/streams/{stream}/resume", tags=["streams"])
+    async def resume_stream(stream: str) -> dict[str, Any]:
+        return await admin.set_paused(node, stream, False)
+
+    @app.post("/v1/streams/{stream}/flush", tags=["streams"])
+    async def flush_stream(stream: str) -> dict[str, Any]:
+        """fsync every partition of the stream led by this node."""
+        return await admin.flush_stream(node, stream)
+
+
+def _record_routes(app: FastAPI, node: IngestNode) -> None:
+    @app.get("/v1/streams/{stream}/partitions/{partition}/records", tags=["records"])
+    async def fetch_records(
+        request: Request,
+        stream: str,
+        partition: int,
+        offset: Annotated[int | None, Query(ge=0)] = None,
+        timestamp: Annotated[int | None, Query(description="ms since epoch")] = None,
+        max_records: Annotated[int, Query(ge=1)] = 1000,
+        max_bytes: Annotated[int, Query(ge=1)] = 1024 * 1024,
+        wait_ms: Annotated[int, Query(ge=0)] = 0,
+        encoding: Encoding = "base64",
+    ) -> Response:
+        """Committed records (below the high watermark) from an offset or a timestamp."""
+        if offset is not None and timestamp is not None:
+            raise InvalidRequestError("give offset or timestamp, not both")
+        replica = node.replicas.replica(stream, partition)
+        limits = node.config.ingest
+        if timestamp is not None:
+            offset = await replica.offset_for_timestamp(timestamp)
+        elif offset is None:
+            offset = replica.log.log_start_offset
+        result = await replica.fetch(
+            offset,
+            min(max_records, limits.max_fetch_records),
+            min(max_bytes, limits.max_fetch_bytes),
+            min(wait_ms, limits.max_wait_ms),
+        )
+        headers = {"Liftlog-High-Watermark": str(result.high_watermark)}
+        if ARROW_STREAM_MEDIA_TYPE in request.headers.get("accept", ""):
+            return Response(
+                _to_arrow(result.records), media_type=ARROW_STREAM_MEDIA_TYPE, headers=headers
+            )
+        body = {
+            "records": [_record_json(r, encoding) for r in result.records],
+            "high_watermark": result.high_watermark,
+            "log_start_offset": result.log_start_offset,
+            "next_offset": result.records[-1].offset + 1 if result.records else offset,
+        }
+        return JSONResponse(body, headers=headers)
+
+    @app.post(
+        "/v1/streams/{stream}/partitions/{partition}/records",
+        tags=["records"],
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/json": {"schema": PublishBody.model_json_schema()},
+                    ARROW_STREAM_MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}},
+                },
+            }
+        },
+    )
+    async def publish_records(
+        request: Request,
+        stream: str,
+        partition: int,
+        ack_policy: Annotated[str | None, Query(pattern="^(none|leader|all)$")] = None,
+        encoding: Encoding = "base64",
+    ) -> dict[str, Any]:
+        """Append records (JSON, or an Arrow IPC stream with value/key/headers columns)."""
+        replica = node.replicas.replica(stream, partition)
+        policy = ack_policy_or_default(ack_policy, replica.spec)
+        subject = replica.spec.partition_subject(partition)
+        data = await _read_body(request)
+        if request.headers.get("content-type", "").startswith(ARROW_STREAM_MEDIA_TYPE):
+            requests = [_arrow_request(data, replica.spec, subject, policy)]
+        else:
+            body = _parse_json_body(data)
+            requests = [
+                _json_request(r, encoding, replica.spec, subject, policy) for r in body.records
+            ]
+        acks = await replica.produce(requests)
+        offsets = [o + i for o, c in acks for i in range(c)]
+        return {"stream": stream, "partition": partition, "offsets": offsets}
+
+
+def _cluster_routes(app: FastAPI, node: IngestNode) -> None:
+    @app.get("/v1/cluster", tags=["cluster"])
+    async def cluster() -> dict[str, Any]:
+        brokers = await node.live_brokers()
+        return {
+            "brokers": [
+                {
+                    "broker_id": b.broker_id,
+                    "host": b.host,
+                    "api_url": b.api_url,
+                    "nats_url": b.nats_url,
+                }
+                for b in brokers
+            ],
+            "controller": None,
+            "this_broker": node.config.broker_id,
+        }
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict[str, str]:
+        """The process is up and serving."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"])
+    async def readyz() -> dict[str, str]:
+        """Registered in ZooKeeper, connected to NATS and hosting its replicas."""
+        if not node.ready:
+            raise UnavailableError("node is starting or stopping")
+        if node.nc is None or not node.nc.is_connected:
+            raise UnavailableError("not connected to NATS")
+        return {"status": "ready"}
+
+    @app.get("/metrics", tags=["health"])
+    async def metrics() -> Response:
+        return Response(node.metrics.render(), media_type="text/plain; version=0.0.4")
+
+
+def _record_json(record: Record, encoding: str) -> dict[str, Any]:
+    return {
+        "offset": record.offset,
+        "timestamp": record.timestamp,
+        "key": _encode(record.key, encoding),
+        "value": _encode(record.value, encoding),
+        "headers": {k: v.decode("utf-8", "replace") for k, v in record.headers},
+        "subject": record.subject,
+    }
+
+
+def _encode(data: bytes | None, encoding: str) -> str | None:
+    if data is None:
+        return None
+    if encoding == "utf-8":
+        return data.decode("utf-8", "replace")
+    return base64.b64encode(data).decode("ascii")
+
+
+def _decode(text: str | None, encoding: str, what: str) -> bytes | None:
+    if text is None:
+        return None
+    if encoding == "utf-8":
+        return text.encode()
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidRequestError(
+            f"{what} is not valid base64 (use encoding=utf-8 for text)"
+        ) from exc
+
+
+def _json_request(
+    record: Any, encoding: str, spec: StreamSpec, subject: str, policy: str
+) -> ProduceRequest:
+    value = _decode(record.value, encoding, "value") or b""
+    if len(value) > spec.max_record_bytes:
+        raise RecordTooLargeError(
+            f"record of {len(value)} bytes exceeds max_record_bytes {spec.max_record_bytes}"
+        )
+    key = _decode(record.key, encoding, "key")
+    headers = dict(record.headers or {})
+    if key is not None:
+        headers.setdefault(HEADER_KEY, key.decode("utf-8", "replace"))
+    return ProduceRequest(
+        subject=subject,
+        reply=None,
+        ack_policy=policy,
+        msg_id=None,
+        expected_offset=None,
+        key=key,
+        value=value,
+        headers=headers or None,
+    )
+
+
+async def _read_body(request: Request) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_PUBLISH_BODY_BYTES:
+        raise RecordTooLargeError(f"request body exceeds {MAX_PUBLISH_BODY_BYTES} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_PUBLISH_BODY_BYTES:
+            raise RecordTooLargeError(f"request body exceeds {MAX_PUBLISH_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse_json_body(data: bytes) -> PublishBody:
+    if not data:
+        raise InvalidRequestError('send a JSON body {"records": [...]} or an Arrow IPC stream')
+    try:
+        return PublishBody.model_validate_json(data)
+    except ValidationError as exc:
+        parts = [
+            f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()
+        ]
+        raise InvalidRequestError("; ".join(parts)) from exc
+
+
+def _arrow_request(data: bytes, spec: StreamSpec, subject: str, policy: str) -> ProduceRequest:
+    try:
+        table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InvalidRequestError(f"body is not a valid Arrow IPC stream: {exc}") from exc
+    return ProduceRequest(
+        subject=subject,
+        reply=None,
+        ack_policy=policy,
+        msg_id=None,
+        expected_offset=None,
+        records=normalize_batch_table(table, spec),
+    )
+
+
+def _to_arrow(records: list[Record]) -> bytes:
+    table = pa.table(
+        {
+            "offset": pa.array([r.offset for r in records], pa.int64()),
+            "timestamp": pa.array([r.timestamp for r in records], pa.timestamp("ms", tz="UTC")),
+            "key": pa.array([r.key for r in records], pa.binary()),
+            "value": pa.array([r.value for r in records], pa.binary()),
+            "headers": pa.array(
+                [[{"key": k, "value": v} for k, v in r.headers] for r in records],
+                FETCH_SCHEMA.field("headers").type,
+            ),
+            "subject": pa.array([r.subject for r in records], pa.string()),
+        },
+        schema=FETCH_SCHEMA,
+    )
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, FETCH_SCHEMA) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()

@@ -1,0 +1,62 @@
+"""HTTP status mapping for every Liftlog error code, in one place.
+
+Clients of any route get ``{"error": {"code", "message"}}``; validation problems are 422 and no
+input ever produces a 500 with a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from spark_log.errors import LiftlogError
+
+log = logging.getLogger("liftlog.api")
+
+STATUS_BY_CODE: dict[str, int] = {
+    "invalid_request": 400,
+    "invalid_config": 400,
+    "expected_offset_mismatch": 409,
+    "stream_not_found": 404,
+    "partition_not_found": 404,
+    "stream_exists": 409,
+    "record_too_large": 413,
+    "offset_out_of_range": 416,
+    "not_leader": 421,
+    "stream_paused": 409,
+    "not_enough_replicas": 503,
+    "unavailable": 503,
+    "coordinator_error": 503,
+    "storage_error": 503,
+    "timeout": 504,
+}
+
+
+def error_body(code: str, message: str) -> dict[str, dict[str, str]]:
+    return {"error": {"code": code, "message": message}}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(LiftlogError)
+    async def _liftlog(_request: Request, exc: LiftlogError) -> JSONResponse:
+        status = STATUS_BY_CODE.get(exc.code, 500)
+        if status == 500:
+            log.error("unmapped error %s: %s", exc.code, exc.message)
+        return JSONResponse(error_body(exc.code, exc.message), status_code=status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        parts = [
+            f"{'.'.join(str(p) for p in err.get('loc', ()) if p != 'body') or 'body'}: {err.get('msg')}"
+            for err in exc.errors()
+        ]
+        return JSONResponse(error_body("invalid_request", "; ".join(parts)), status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)

@@ -1,0 +1,42 @@
+"""Request and response bodies of the REST API (snake_case JSON; unknown fields refused)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from spark_log.stream_spec import (
+    DEFAULT_ACK_POLICY,
+    DEFAULT_MAX_RECORD_BYTES,
+    DEFAULT_PARTITIONS,
+    DEFAULT_REPLICATION_FACTOR,
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StreamCreate(_Strict):
+    name: str = Field(description="Stream name: letters, digits, '.', '_' and '-'")
+    subject: str = Field(description="NATS subject to record; wildcards allowed")
+    partitions: int = Field(DEFAULT_PARTITIONS, ge=1)
+    replication_factor: int = Field(DEFAULT_REPLICATION_FACTOR, ge=1)
+    min_isr: int | None = Field(None, ge=1, description="Default: a majority of replication_factor")
+    ack_policy: Literal["none", "leader", "all"] = DEFAULT_ACK_POLICY
+    retention_ms: int | None = Field(None, gt=0)
+    retention_bytes: int | None = Field(None, gt=0)
+    retention_messages: int | None = Field(None, gt=0)
+    max_record_bytes: int = Field(DEFAULT_MAX_RECORD_BYTES, gt=0)
+    load_balance: bool = Field(False, description="All partitions share the subject (queue group)")
+
+
+class PublishRecord(_Strict):
+    key: str | None = None
+    value: str
+    headers: dict[str, str] | None = None
+
+
+class PublishBody(_Strict):
+    records: list[PublishRecord] = Field(min_length=1)

@@ -1,0 +1,256 @@
+"""The partition leader's write path: NATS messages in, dense offsets, durable batches, acks.
+
+One writer task per partition owns the log: it drains everything that arrived since its last
+cycle, validates and sequences it, appends it as few batches, fsyncs once for the whole cycle
+(group commit) and then acknowledges. While one cycle's fsync runs, the next cycle's messages
+accumulate, so batch size grows with load and the cost of an fsync is shared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from spark_log.log import build_record_batch, encode_batch
+
+from ingest.dedup import DedupWindow
+from ingest.produce_request import ProduceRequest
+from ingest.purgatory import PendingAck, Purgatory
+from spark_log.errors import (
+    ExpectedOffsetMismatchError,
+    LiftlogError,
+    NotEnoughReplicasError,
+    StorageError,
+)
+from spark_log.stream_spec import StreamSpec
+from spark_log.wire import HEADER_BATCH_COUNT, HEADER_MSG_ID
+
+log = logging.getLogger("liftlog.leader")
+
+AckSender = Callable[[str, bytes], None]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(slots=True)
+class Sequenced:
+    """A request that was given offsets in this cycle (or found to be a duplicate)."""
+
+    request: ProduceRequest
+    offset: int
+    count: int
+    duplicate: bool = False
+
+
+@dataclass(slots=True)
+class CycleResult:
+    """What one writer cycle produced: encoded batches and the requests to acknowledge."""
+
+    batches: list[bytes] = field(default_factory=list)
+    sequenced: list[Sequenced] = field(default_factory=list)
+    end_offset: int = 0
+
+
+class Sequencer:
+    """Assigns offsets to a cycle's requests and encodes them as log batches (pure, no I/O)."""
+
+    def __init__(
+        self,
+        spec: StreamSpec,
+        dedup: DedupWindow,
+        on_error: Callable[[ProduceRequest, LiftlogError], None],
+    ) -> None:
+        self.spec = spec
+        self.dedup = dedup
+        self._on_error = on_error
+
+    def sequence(
+        self, items: list[ProduceRequest], next_offset: int, leader_epoch: int, now: int
+    ) -> CycleResult:
+        result = CycleResult(end_offset=next_offset)
+        singles = _Columns()
+        for req in items:
+            try:
+                dup = self._check(req, result.end_offset, now)
+            except LiftlogError as exc:
+                self._on_error(req, exc)
+                continue
+            if dup is not None:
+                result.sequenced.append(dup)
+                continue
+            if req.records is not None:
+                self._flush_singles(singles, result, leader_epoch)
+                rb = _batch_records(req, now)
+                result.batches.append(encode_batch(result.end_offset, leader_epoch, rb))
+            else:
+                if not singles.timestamps:
+                    singles.base_offset = result.end_offset
+                singles.add(req, now)
+            result.sequenced.append(Sequenced(req, result.end_offset, req.count))
+            if req.msg_id is not None:
+                self.dedup.add(req.msg_id, result.end_offset, req.count, now)
+            result.end_offset += req.count
+        self._flush_singles(singles, result, leader_epoch)
+        return result
+
+    def _check(self, req: ProduceRequest, next_offset: int, now: int) -> Sequenced | None:
+        if req.msg_id is not None:
+            entry = self.dedup.lookup(req.msg_id, now)
+            if entry is not None:
+                return Sequenced(req, entry.offset, entry.count, duplicate=True)
+        if req.expected_offset is not None and req.expected_offset != next_offset:
+            raise ExpectedOffsetMismatchError(
+                f"expected offset {req.expected_offset} but the next offset is {next_offset}"
+            )
+        return None
+
+    @staticmethod
+    def _flush_singles(singles: _Columns, result: CycleResult, leader_epoch: int) -> None:
+        if singles.timestamps:
+            rb = build_record_batch(
+                singles.timestamps, singles.keys, singles.values, singles.headers, singles.subjects
+            )
+            result.batches.append(encode_batch(singles.base_offset, leader_epoch, rb))
+            singles.clear()
+
+
+class _Columns:
+    """Column builders for consecutive single-record requests of one cycle."""
+
+    __slots__ = ("base_offset", "headers", "keys", "subjects", "timestamps", "values")
+
+    def __init__(self) -> None:
+        self.base_offset = 0
+        self.clear()
+
+    def clear(self) -> None:
+        self.timestamps: list[int] = []
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes] = []
+        self.headers: list[dict[str, str] | None] = []
+        self.subjects: list[str] = []
+
+    def add(self, req: ProduceRequest, now: int) -> None:
+        self.timestamps.append(now)
+        self.keys.append(req.key)
+        self.values.append(req.value)
+        self.headers.append(req.headers)
+        self.subjects.append(req.subject)
+
+
+def _batch_records(req: ProduceRequest, now: int) -> pa.RecordBatch:
+    """A producer batch as stored records; the batch's ``Nats-Msg-Id`` rides on its first row."""
+    table = req.records
+    if table is None:
+        raise StorageError("internal: _batch_records on a single record")
+    n = table.num_rows
+    headers = table.column("headers").combine_chunks()
+    if req.msg_id is not None:
+        first = headers[0].as_py() or []
+        first = [*first, {"key": HEADER_MSG_ID, "value": req.msg_id.encode()}]
+        first.append({"key": HEADER_BATCH_COUNT, "value": str(n).encode()})
+        headers = pa.concat_arrays([pa.array([first], headers.type), headers.slice(1)])
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([now] * n, pa.int64()),
+            table.column("key").combine_chunks(),
+            table.column("value").combine_chunks(),
+            headers,
+            pa.array([req.subject] * n, pa.string()),
+        ],
+        names=["timestamp", "key", "value", "headers", "subject"],
+    )
+
+
+class AckRouter:
+    """Sends acks per policy: ``leader`` after the append, ``all`` when the HW passes them."""
+
+    def __init__(
+        self,
+        prefix: bytes,
+        send: AckSender,
+        purgatory: Purgatory,
+        encode_ack: Callable[[bytes, int, int | None], bytes],
+        encode_error: Callable[[LiftlogError], bytes],
+    ) -> None:
+        self._prefix = prefix
+        self._send = send
+        self._purgatory = purgatory
+        self._encode_ack = encode_ack
+        self._encode_error = encode_error
+
+    def error(self, req: ProduceRequest, exc: LiftlogError) -> None:
+        if req.future is not None:
+            if not req.future.done():
+                req.future.set_exception(exc)
+        elif req.reply:
+            self._send(req.reply, self._encode_error(exc))
+
+    def success(self, item: Sequenced) -> None:
+        req = item.request
+        if req.future is not None:
+            if not req.future.done():
+                req.future.set_result((item.offset, item.count))
+        elif req.reply:
+            count = item.count if req.records is not None else None
+            self._send(req.reply, self._encode_ack(self._prefix, item.offset, count))
+
+    def after_append(
+        self, sequenced: list[Sequenced], end_offset: int, hw: int, isr_ok: bool
+    ) -> None:
+        """Route each request: ack now (``leader``/``none``), refuse, or park until commit."""
+        for item in sequenced:
+            policy = item.request.ack_policy
+            if policy == "none":
+                if item.request.future is not None:
+                    self.success(item)
+                continue
+            if policy == "leader":
+                self.success(item)
+                continue
+            if not isr_ok:
+                self.error(
+                    item.request,
+                    NotEnoughReplicasError(
+                        "the in-sync replica set is smaller than min_isr; acks=all refused"
+                    ),
+                )
+                continue
+            if item.offset + item.count <= hw:
+                self.success(item)
+            else:
+                target = end_offset if item.duplicate else item.offset + item.count
+                self._purgatory.add(
+                    PendingAck(
+                        target,
+                        lambda item=item: self.success(item),
+                        lambda exc, req=item.request: self.error(req, exc),
+                    )
+                )
+
+
+async def next_cycle(
+    queue: list[ProduceRequest], wakeup: asyncio.Event, timeout_s: float, max_records: int
+) -> list[ProduceRequest]:
+    """Wait for work (or the idle timeout) and take at most ``max_records`` requests."""
+    if not queue:
+        wakeup.clear()
+        try:
+            await asyncio.wait_for(wakeup.wait(), timeout_s)
+        except TimeoutError:
+            return []
+    taken, total = 0, 0
+    for req in queue:
+        total += req.count
+        taken += 1
+        if total >= max_records:
+            break
+    items = queue[:taken]
+    del queue[:taken]
+    return items

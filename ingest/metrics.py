@@ -1,0 +1,75 @@
+"""Prometheus metrics of one node (served at ``/metrics``).
+
+A registry per node keeps tests that run several nodes in one process from sharing counters.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+
+_LABELS = ("stream", "partition")
+
+
+class NodeMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.records_in = Counter(
+            "liftlog_records_appended",
+            "Records appended by partition leaders",
+            _LABELS,
+            registry=self.registry,
+        )
+        self.bytes_in = Counter(
+            "liftlog_bytes_appended",
+            "Batch bytes appended by partition leaders",
+            _LABELS,
+            registry=self.registry,
+        )
+        self.produce_errors = Counter(
+            "liftlog_produce_errors",
+            "Produce requests refused, by error code",
+            (*_LABELS, "code"),
+            registry=self.registry,
+        )
+        self.duplicates = Counter(
+            "liftlog_duplicates",
+            "Records dropped as Nats-Msg-Id duplicates",
+            _LABELS,
+            registry=self.registry,
+        )
+        self.slow_consumer_drops = Counter(
+            "liftlog_slow_consumer_drops",
+            "NATS messages dropped because a subscription fell behind (client side)",
+            _LABELS,
+            registry=self.registry,
+        )
+        self.high_watermark = Gauge(
+            "liftlog_high_watermark",
+            "High watermark per partition",
+            _LABELS,
+            registry=self.registry,
+        )
+        self.log_end_offset = Gauge(
+            "liftlog_log_end_offset",
+            "Log end offset per partition",
+            _LABELS,
+            registry=self.registry,
+        )
+        self.offline_partitions = Gauge(
+            "liftlog_offline_partitions",
+            "Partitions led here whose log failed",
+            registry=self.registry,
+        )
+        self.fetch_waiters = Gauge(
+            "liftlog_fetch_waiters",
+            "Fetches long-polling for records above the high watermark",
+            registry=self.registry,
+        )
+        self.nats_disconnects = Counter(
+            "liftlog_nats_disconnects",
+            "Times the node lost its NATS connection",
+            registry=self.registry,
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

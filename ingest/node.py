@@ -1,0 +1,197 @@
+"""The ingest node process: NATS, ZooKeeper, the replicas it hosts and its REST API.
+
+One asyncio loop runs everything; ZooKeeper watch callbacks (kazoo's thread) only hop onto the
+loop to trigger a reconcile, and blocking ZooKeeper, file and Delta calls go to threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from typing import Any
+
+import nats
+import nats.errors
+from coordinator.brokers import deregister_broker, live_brokers, register_broker
+from coordinator.streams import StreamStore
+from coordinator.zk import ZkSession
+from coordinator.znodes import BrokerInfo
+from nats.aio.client import Client as NatsClient
+
+from ingest.api.server import ApiServer
+from ingest.metrics import NodeMetrics
+from ingest.replica_manager import ReplicaManager
+from spark_log.config import NodeConfig
+from spark_log.errors import UnavailableError
+
+log = logging.getLogger("liftlog.node")
+
+ZK_START_TIMEOUT_S = 30.0
+NATS_CONNECT_TIMEOUT_S = 10.0
+RECONCILE_RETRY_S = 1.0
+
+
+class IngestNode:
+    def __init__(self, config: NodeConfig) -> None:
+        self.config = config
+        self.metrics = NodeMetrics()
+        self.nc: NatsClient | None = None
+        self.zk = ZkSession(config.zk_connect, config.zk_root, config.zk_session_timeout_s)
+        self.store = StreamStore(self.zk)
+        self.replicas = ReplicaManager(config, self.store, self.metrics, self._publish, self._nats)
+        self.api = ApiServer(self, config.api_host, config.api_port)
+        self.ready = False
+        self._stopping = asyncio.Event()
+        self._reconcile_wanted = asyncio.Event()
+        self._reconciler: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # ----------------------------------------------------------------- start / stop
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        await self.api.start()  # /healthz answers while the rest comes up
+        self.nc = await nats.connect(
+            self.config.nats_url,
+            name=f"liftlog-node-{self.config.broker_id}",
+            connect_timeout=NATS_CONNECT_TIMEOUT_S,
+            max_reconnect_attempts=-1,
+            error_cb=self._on_nats_error,
+            disconnected_cb=self._on_nats_disconnect,
+            reconnected_cb=self._on_nats_reconnect,
+            pending_size=64 * 1024 * 1024,
+        )
+        await asyncio.to_thread(self.zk.start, ZK_START_TIMEOUT_S)
+        self.zk.add_state_listener(self._on_zk_state)
+        await asyncio.to_thread(
+            register_broker, self.zk, self.broker_info(), self._register_wait_s()
+        )
+        self._watch = await asyncio.to_thread(self.store.watch, self._trigger_reconcile)
+        await self.replicas.reconcile()
+        self._reconciler = asyncio.create_task(self._reconcile_loop(), name="reconciler")
+        self.ready = True
+        log.info(
+            "node %d ready: api %s, nats %s, zookeeper %s%s",
+            self.config.broker_id,
+            self.config.api_url,
+            self.config.nats_url,
+            self.config.zk_connect,
+            self.config.zk_root,
+        )
+
+    async def stop(self) -> None:
+        self.ready = False
+        if self._reconciler is not None:
+            self._reconciler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reconciler
+        await self.replicas.close()
+        if self.nc is not None and not self.nc.is_closed:
+            with contextlib.suppress(nats.errors.Error, OSError):
+                await self.nc.drain()
+        with contextlib.suppress(UnavailableError):
+            await asyncio.to_thread(deregister_broker, self.zk, self.config.broker_id)
+        await asyncio.to_thread(self.zk.stop)
+        await self.api.stop()
+        log.info("node %d stopped", self.config.broker_id)
+
+    async def run_until_signalled(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._stopping.set)
+        try:
+            await self.start()
+            await self._stopping.wait()
+        finally:
+            await self.stop()
+
+    def _register_wait_s(self) -> float:
+        # A previous incarnation's ephemeral znode lives until its session expires.
+        return 2 * self.config.zk_session_timeout_s + 5
+
+    def broker_info(self) -> BrokerInfo:
+        return BrokerInfo(
+            broker_id=self.config.broker_id,
+            host=self.config.api_host,
+            api_url=self.config.api_url,
+            nats_url=self.config.nats_url,
+            started_at_ms=time.time_ns() // 1_000_000,
+        )
+
+    # ----------------------------------------------------------------- cluster view
+
+    async def live_brokers(self) -> list[BrokerInfo]:
+        return await asyncio.to_thread(live_brokers, self.zk)
+
+    # ----------------------------------------------------------------- reconcile
+
+    def _trigger_reconcile(self, *_args: Any) -> None:
+        """Called on kazoo's thread: hop onto the loop, never block."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._reconcile_wanted.set)
+
+    async def _reconcile_loop(self) -> None:
+        while True:
+            await self._reconcile_wanted.wait()
+            self._reconcile_wanted.clear()
+            try:
+                await self.replicas.reconcile()
+            except UnavailableError as exc:
+                log.warning("reconcile failed (%s); retrying", exc)
+                await asyncio.sleep(RECONCILE_RETRY_S)
+                self._reconcile_wanted.set()
+
+    async def reconcile_now(self) -> None:
+        """Apply ZooKeeper state immediately (after an admin change made through this node)."""
+        await self.replicas.reconcile()
+
+    def _on_zk_state(self, state: str) -> None:
+        log.warning("ZooKeeper session %s", state)
+        if state == "connected":
+            self._trigger_reconcile()
+
+    # ----------------------------------------------------------------- NATS
+
+    def _nats(self) -> NatsClient:
+        if self.nc is None:
+            raise UnavailableError("not connected to NATS")
+        return self.nc
+
+    async def _publish(self, subject: str, payload: bytes) -> None:
+        nc = self.nc
+        if nc is None:
+            return
+        try:
+            await nc.publish(subject, payload)
+        except (nats.errors.Error, OSError) as exc:
+            log.warning("could not send ack to %s: %s", subject, exc)
+
+    async def _on_nats_error(self, exc: Exception) -> None:
+        if isinstance(exc, nats.errors.SlowConsumerError):
+            self._count_slow_consumer(exc.sid)
+            return
+        log.warning("NATS error: %s", exc)
+
+    def _count_slow_consumer(self, sid: int) -> None:
+        for replica in self.replicas.replicas.values():
+            if replica.owns_subscription(sid):
+                if replica.count_slow_consumer_drop():
+                    log.warning(
+                        "slow consumer: %s/%d dropped NATS messages (%d so far)",
+                        replica.spec.name,
+                        replica.partition,
+                        replica.slow_consumer_drops,
+                    )
+                return
+        log.warning("slow consumer on unknown subscription %d", sid)
+
+    async def _on_nats_disconnect(self) -> None:
+        self.metrics.nats_disconnects.inc()
+        log.warning("disconnected from NATS; reconnecting")
+
+    async def _on_nats_reconnect(self) -> None:
+        log.info("reconnected to NATS; subscriptions restored")

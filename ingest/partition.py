@@ -1,0 +1,455 @@
+"""A partition replica hosted by this node: its log, and (as leader) its NATS ingest.
+
+Everything that mutates the log runs on the replica's writer task, one executor hop at a time,
+so the log has exactly one writer; reads run concurrently in the executor, bounded by the HW.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nats.errors
+import pyarrow as pa
+import pyarrow.compute as pc
+from spark_log.log import PartitionLog, Record, decode_records, iter_batches, records_from_batches
+
+from ingest.dedup import DedupWindow
+from ingest.errors import ReplicaStoppedError
+from ingest.leader import AckRouter, Sequencer, next_cycle, now_ms
+from ingest.metrics import NodeMetrics
+from ingest.produce_request import ProduceRequest, request_from_nats
+from ingest.purgatory import Purgatory
+from spark_log.config import NodeConfig
+from spark_log.errors import (
+    LiftlogError,
+    OffsetOutOfRangeError,
+    StorageError,
+    StreamPausedError,
+)
+from spark_log.stream_spec import StreamSpec
+from spark_log.wire import HEADER_BATCH_COUNT, HEADER_MSG_ID, ack_prefix, encode_ack, encode_error
+
+log = logging.getLogger("liftlog.partition")
+
+Publish = Callable[[str, bytes], Awaitable[None]]
+IDLE_WAKEUP_S = 0.2
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    records: list[Record]
+    high_watermark: int
+    log_start_offset: int
+
+
+class PartitionReplica:
+    """The leader replica of one stream partition (single-node foundation)."""
+
+    def __init__(
+        self,
+        *,
+        spec: StreamSpec,
+        partition: int,
+        directory: Path,
+        config: NodeConfig,
+        metrics: NodeMetrics,
+        publish: Publish,
+        leader_epoch: int,
+        isr: list[int],
+    ) -> None:
+        self.spec = spec
+        self.partition = partition
+        self.directory = directory
+        self.config = config
+        self.leader_epoch = leader_epoch
+        self.isr = list(isr)
+        self._metrics = metrics
+        self._labels = (spec.name, str(partition))
+        self._publish = publish
+        self._log: PartitionLog | None = None
+        self._queue: list[ProduceRequest] = []
+        self._wakeup = asyncio.Event()
+        self._space = asyncio.Event()
+        self._space.set()
+        self._hw_event = asyncio.Event()
+        self._purgatory = Purgatory()
+        self._dedup = DedupWindow(
+            int(config.ingest.dedup_window_s * 1000), config.ingest.dedup_max_ids
+        )
+        self._acks = AckRouter(
+            ack_prefix(spec.name, partition),
+            self._send_ack,
+            self._purgatory,
+            encode_ack,
+            self._encode_error,
+        )
+        self._sequencer = Sequencer(spec, self._dedup, self._refuse)
+        self._writer: asyncio.Task[None] | None = None
+        self._pending_sends: set[asyncio.Task[None]] = set()
+        self._subscription: Any = None
+        self.paused = False
+        self.slow_consumer_drops = 0
+        self._last_drop_log_s = 0.0
+        self.offline_reason: str | None = None
+        self._last_flush_ms = now_ms()
+        self._last_hw_checkpoint_ms = now_ms()
+        self._last_retention_ms = now_ms()
+
+    # ----------------------------------------------------------------- lifecycle
+
+    @property
+    def log(self) -> PartitionLog:
+        if self._log is None:
+            raise ReplicaStoppedError(f"{self.spec.name}/{self.partition} is not open")
+        return self._log
+
+    async def open(self) -> None:
+        """Open (and recover) the log, then rebuild the dedup window from its tail."""
+        loop = asyncio.get_running_loop()
+        self._log = await loop.run_in_executor(
+            None, lambda: PartitionLog.open(self.directory, self.config.log)
+        )
+        # A single-replica leader's HW is its LEO: everything recovered was written by it.
+        if self.isr == [self.config.broker_id]:
+            self._log.set_high_watermark(self._log.log_end_offset)
+        await loop.run_in_executor(None, self._rebuild_dedup)
+        self._update_gauges()
+        self._writer = asyncio.create_task(
+            self._run_writer(), name=f"writer-{self.spec.name}-{self.partition}"
+        )
+
+    async def close(self) -> None:
+        """Stop ingest, fail waiting requests, flush and close the log."""
+        await self.unsubscribe()
+        if self._writer is not None:
+            self._writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._writer
+            self._writer = None
+        self._fail_waiting(ReplicaStoppedError(f"{self.spec.name}/{self.partition} is closing"))
+        if self._log is not None:
+            log_ = self._log
+            self._log = None
+            await asyncio.get_running_loop().run_in_executor(None, log_.close)
+        self._hw_event.set()
+
+    async def delete(self) -> None:
+        await self.close()
+        await asyncio.get_running_loop().run_in_executor(
+            None, lambda: shutil.rmtree(self.directory, ignore_errors=True)
+        )
+
+    async def subscribe(self, nc: Any) -> None:
+        """Start recording the partition's subject (idempotent)."""
+        if self._subscription is not None:
+            return
+        self._subscription = await nc.subscribe(
+            self.spec.partition_subject(self.partition),
+            queue=self.spec.queue_group or "",
+            cb=self._on_message,
+            pending_msgs_limit=self.config.ingest.pending_msgs_limit,
+            pending_bytes_limit=self.config.ingest.pending_bytes_limit,
+        )
+        self.paused = False
+
+    async def unsubscribe(self) -> None:
+        sub, self._subscription = self._subscription, None
+        if sub is not None:
+            with contextlib.suppress(nats.errors.Error):  # the connection may be gone already
+                await sub.unsubscribe()
+
+    @property
+    def subscribed(self) -> bool:
+        return self._subscription is not None
+
+    def owns_subscription(self, sid: int) -> bool:
+        return self._subscription is not None and getattr(self._subscription, "_id", None) == sid
+
+    def count_slow_consumer_drop(self) -> bool:
+        """Count a NATS drop; True when it should be logged (at most once a second)."""
+        self.slow_consumer_drops += 1
+        self._metrics.slow_consumer_drops.labels(*self._labels).inc()
+        now = time.monotonic()
+        if now - self._last_drop_log_s >= 1.0:
+            self._last_drop_log_s = now
+            return True
+        return False
+
+    # ----------------------------------------------------------------- produce
+
+    async def _on_message(self, msg: Any) -> None:
+        """NATS callback: queue only; the writer task parses and validates."""
+        if len(self._queue) >= self.config.ingest.pending_msgs_limit:
+            self._space.clear()
+            await (
+                self._space.wait()
+            )  # back-pressure: the client queue fills, then drops are counted
+        try:
+            req = request_from_nats(msg.subject, msg.reply, msg.data, msg.headers, self.spec)
+        except LiftlogError as exc:
+            self._refuse_reply(msg.reply, exc)
+            return
+        self._queue.append(req)
+        self._wakeup.set()
+
+    async def produce(self, requests: list[ProduceRequest]) -> list[tuple[int, int]]:
+        """Append requests that did not come from NATS (REST publishes); wait for their acks."""
+        if self.paused:
+            raise StreamPausedError(f"stream {self.spec.name} is paused")
+        self._raise_if_offline()
+        loop = asyncio.get_running_loop()
+        for req in requests:
+            req.future = loop.create_future()
+            self._queue.append(req)
+        self._wakeup.set()
+        return [await req.future for req in requests if req.future is not None]
+
+    def _encode_error(self, exc: LiftlogError) -> bytes:
+        return encode_error(exc, self.spec.name, self.partition)
+
+    def _refuse(self, req: ProduceRequest, exc: LiftlogError) -> None:
+        self._metrics.produce_errors.labels(*self._labels, exc.code).inc()
+        self._acks.error(req, exc)
+
+    def _refuse_reply(self, reply: str | None, exc: LiftlogError) -> None:
+        self._metrics.produce_errors.labels(*self._labels, exc.code).inc()
+        if reply:
+            self._send_ack(reply, self._encode_error(exc))
+
+    def _send_ack(self, subject: str, payload: bytes) -> None:
+        task = asyncio.ensure_future(self._publish(subject, payload))
+        if not task.done():
+            self._pending_sends.add(task)
+            task.add_done_callback(self._pending_sends.discard)
+
+    async def _run_writer(self) -> None:
+        limit = self.config.ingest.max_batch_records
+        while True:
+            items = await next_cycle(self._queue, self._wakeup, IDLE_WAKEUP_S, limit)
+            if len(self._queue) < self.config.ingest.pending_msgs_limit:
+                self._space.set()
+            if items:
+                await self._write_cycle(items)
+            await self._maintenance()
+
+    async def _write_cycle(self, items: list[ProduceRequest]) -> None:
+        if self.offline_reason is not None:
+            for req in items:
+                self._refuse(req, StorageError(self.offline_reason))
+            return
+        log_ = self.log
+        start = log_.log_end_offset
+        cycle = self._sequencer.sequence(items, start, self.leader_epoch, now_ms())
+        loop = asyncio.get_running_loop()
+        try:
+            if cycle.batches:
+                await loop.run_in_executor(None, log_.append_many, cycle.batches)
+            self._acks.after_append(
+                cycle.sequenced, cycle.end_offset, log_.high_watermark, self._isr_ok()
+            )
+            if cycle.batches and self.config.log.fsync == "always":
+                await loop.run_in_executor(None, log_.flush)
+                self._last_flush_ms = now_ms()
+        except (OSError, LiftlogError) as exc:
+            self._go_offline(f"log append failed: {exc}")
+            return
+        self._count(cycle.batches, cycle.end_offset - start)
+        self._advance_hw()
+
+    def _count(self, batches: list[bytes], records: int) -> None:
+        if batches:
+            self._metrics.records_in.labels(*self._labels).inc(records)
+            self._metrics.bytes_in.labels(*self._labels).inc(sum(len(b) for b in batches))
+
+    def _isr_ok(self) -> bool:
+        return len(self.isr) >= self.spec.effective_min_isr
+
+    def _advance_hw(self) -> None:
+        """Single-replica leader: HW follows the durable LEO (the flushed one under fsync=always)."""
+        log_ = self.log
+        if self.isr != [self.config.broker_id] or not self._isr_ok():
+            return
+        target = log_.log_end_offset
+        if self.config.log.fsync == "always":
+            target = min(target, log_.flushed_offset)
+        if target > log_.high_watermark:
+            log_.set_high_watermark(target)
+            self._purgatory.release(target)
+            self._hw_event.set()
+            self._hw_event = asyncio.Event()
+            self._update_gauges()
+
+    async def _maintenance(self) -> None:
+        """Idle-time work: interval fsync, HW checkpoint, retention, dedup expiry."""
+        if self._log is None or self.offline_reason is not None:
+            return
+        now = now_ms()
+        loop = asyncio.get_running_loop()
+        cfg = self.config.log
+        try:
+            if cfg.fsync == "interval" and now - self._last_flush_ms >= cfg.fsync_interval_ms:
+                await loop.run_in_executor(None, self.log.flush)
+                self._last_flush_ms = now
+            if now - self._last_hw_checkpoint_ms >= cfg.hw_checkpoint_interval_ms:
+                await loop.run_in_executor(None, self.log.checkpoint_high_watermark)
+                self._last_hw_checkpoint_ms = now
+            if now - self._last_retention_ms >= cfg.retention_check_interval_ms:
+                await self.apply_retention()
+                self._last_retention_ms = now
+        except (OSError, LiftlogError) as exc:
+            self._go_offline(f"log maintenance failed: {exc}")
+            return
+        self._dedup.expire(now)
+
+    async def apply_retention(self) -> int:
+        spec = self.spec
+        if (
+            spec.retention_ms is None
+            and spec.retention_bytes is None
+            and spec.retention_messages is None
+        ):
+            return 0
+        deleted = await asyncio.get_running_loop().run_in_executor(
+            None,
+            lambda: self.log.delete_old_segments(
+                retention_ms=spec.retention_ms,
+                retention_bytes=spec.retention_bytes,
+                retention_messages=spec.retention_messages,
+            ),
+        )
+        if deleted:
+            log.info(
+                "%s/%d: retention deleted %d segment(s); log start offset now %d",
+                spec.name,
+                self.partition,
+                deleted,
+                self.log.log_start_offset,
+            )
+        return deleted
+
+    def _go_offline(self, reason: str) -> None:
+        log.error("%s/%d is offline: %s", self.spec.name, self.partition, reason)
+        self.offline_reason = reason
+        self._metrics.offline_partitions.inc()
+        self._fail_waiting(StorageError(reason))
+
+    def _raise_if_offline(self) -> None:
+        if self.offline_reason is not None:
+            raise StorageError(
+                f"{self.spec.name}/{self.partition} is offline: {self.offline_reason}"
+            )
+
+    def _fail_waiting(self, exc: LiftlogError) -> None:
+        self._purgatory.fail_all(exc)
+        queued, self._queue = self._queue, []
+        for req in queued:
+            self._acks.error(req, exc)
+
+    def _update_gauges(self) -> None:
+        if self._log is None:
+            return
+        self._metrics.high_watermark.labels(*self._labels).set(self._log.high_watermark)
+        self._metrics.log_end_offset.labels(*self._labels).set(self._log.log_end_offset)
+
+    # ----------------------------------------------------------------- dedup rebuild
+
+    def _rebuild_dedup(self) -> None:
+        """Re-learn ``Nats-Msg-Id``s of the last window from the log's own records."""
+        log_ = self.log
+        horizon = now_ms() - int(self.config.ingest.dedup_window_s * 1000)
+        start = log_.offset_for_timestamp(horizon)
+        if start is None:
+            return
+        start = max(start, log_.log_start_offset)
+        while start < log_.log_end_offset:
+            data = log_.read(start, self.config.ingest.max_fetch_bytes)
+            if not data:
+                return
+            for header, view in iter_batches(data, verify=False):
+                self._learn_ids(decode_records(view), header.base_offset)
+                start = header.next_offset
+
+    def _learn_ids(self, batch: pa.RecordBatch, base_offset: int) -> None:
+        headers = batch.column("headers")
+        if headers.null_count == len(headers):
+            return
+        lengths = pc.fill_null(pc.list_value_length(headers), 0).to_numpy(zero_copy_only=False)
+        flat = pc.list_flatten(headers)
+        keys = flat.field("key").to_pylist()
+        values = flat.field("value").to_pylist()
+        timestamps = batch.column("timestamp").to_pylist()
+        pos = 0
+        for row, length in enumerate(lengths):
+            pairs = dict(zip(keys[pos : pos + length], values[pos : pos + length], strict=True))
+            pos += int(length)
+            msg_id = pairs.get(HEADER_MSG_ID)
+            if msg_id is not None:
+                count = int(pairs.get(HEADER_BATCH_COUNT, b"1"))
+                self._dedup.add(msg_id.decode(), base_offset + row, count, timestamps[row])
+
+    # ----------------------------------------------------------------- fetch
+
+    async def fetch(
+        self, offset: int, max_records: int, max_bytes: int, wait_ms: int
+    ) -> FetchResult:
+        """Committed records from ``offset``; long-polls up to ``wait_ms`` when none exist yet."""
+        log_ = self.log
+        if offset < log_.log_start_offset or offset > log_.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside [{log_.log_start_offset}, {log_.log_end_offset}] "
+                f"of {self.spec.name}/{self.partition}"
+            )
+        if offset >= log_.high_watermark and wait_ms > 0:
+            await self._wait_for_hw(wait_ms)
+        log_ = self.log
+        hw = log_.high_watermark
+        if offset >= hw:
+            return FetchResult([], hw, log_.log_start_offset)
+        records = await asyncio.get_running_loop().run_in_executor(
+            None, self._read_records, log_, offset, max_records, max_bytes, hw
+        )
+        return FetchResult(records, hw, log_.log_start_offset)
+
+    async def _wait_for_hw(self, wait_ms: int) -> None:
+        self._metrics.fetch_waiters.inc()
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._hw_event.wait(), wait_ms / 1000)
+        finally:
+            self._metrics.fetch_waiters.dec()
+
+    @staticmethod
+    def _read_records(
+        log_: PartitionLog, offset: int, max_records: int, max_bytes: int, hw: int
+    ) -> list[Record]:
+        data = log_.read(offset, max_bytes, hw)
+        return records_from_batches(data, offset, hw, max_records)
+
+    async def offset_for_timestamp(self, timestamp_ms: int) -> int:
+        log_ = self.log
+        found = await asyncio.get_running_loop().run_in_executor(
+            None, log_.offset_for_timestamp, timestamp_ms
+        )
+        return log_.high_watermark if found is None else min(found, log_.high_watermark)
+
+    def describe(self) -> dict[str, Any]:
+        log_ = self._log
+        return {
+            "partition": self.partition,
+            "leader": self.config.broker_id,
+            "leader_epoch": self.leader_epoch,
+            "isr": list(self.isr),
+            "high_watermark": log_.high_watermark if log_ else None,
+            "log_end_offset": log_.log_end_offset if log_ else None,
+            "log_start_offset": log_.log_start_offset if log_ else None,
+            "paused": self.paused,
+            "offline": self.offline_reason is not None,
+        }

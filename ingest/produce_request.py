@@ -1,0 +1,143 @@
+"""Turning a NATS message (or a REST publish) into a validated produce request.
+
+Parsing runs on the partition's writer task, not in the NATS callback, so the callback stays a
+single list append and the subscription never falls behind because of validation work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from spark_log.log import RECORD_SCHEMA
+
+from spark_log.errors import InvalidRequestError, RecordTooLargeError
+from spark_log.stream_spec import ACK_POLICIES, StreamSpec
+from spark_log.wire import (
+    BATCH_FORMAT_ARROW,
+    HEADER_ACK,
+    HEADER_BATCH,
+    HEADER_EXPECTED_OFFSET,
+    HEADER_KEY,
+    HEADER_MSG_ID,
+)
+
+_HEADERS_TYPE = RECORD_SCHEMA.field("headers").type
+
+
+@dataclass(slots=True)
+class ProduceRequest:
+    """One record, or one producer batch (``records`` set), waiting for its offset."""
+
+    subject: str
+    reply: str | None
+    ack_policy: str
+    msg_id: str | None
+    expected_offset: int | None
+    key: bytes | None = None
+    value: bytes = b""
+    headers: dict[str, str] | None = None
+    records: pa.Table | None = None
+    future: asyncio.Future[tuple[int, int]] | None = None
+
+    @property
+    def count(self) -> int:
+        return 1 if self.records is None else self.records.num_rows
+
+
+def request_from_nats(
+    subject: str, reply: str, data: bytes, headers: dict[str, str] | None, spec: StreamSpec
+) -> ProduceRequest:
+    """Validate a NATS message; raise a typed error to be sent back as an error ack."""
+    hdrs = headers or {}
+    req = ProduceRequest(
+        subject=subject,
+        reply=reply or None,
+        ack_policy=_ack_policy(hdrs.get(HEADER_ACK), spec),
+        msg_id=hdrs.get(HEADER_MSG_ID) or None,
+        expected_offset=_expected_offset(hdrs.get(HEADER_EXPECTED_OFFSET)),
+    )
+    if hdrs.get(HEADER_BATCH) is not None:
+        req.records = _decode_producer_batch(hdrs[HEADER_BATCH], data, spec)
+        return req
+    if len(data) > spec.max_record_bytes:
+        raise RecordTooLargeError(
+            f"record of {len(data)} bytes exceeds max_record_bytes {spec.max_record_bytes}"
+        )
+    key = hdrs.get(HEADER_KEY)
+    req.key = key.encode() if key is not None else None
+    req.value = data
+    req.headers = headers or None
+    return req
+
+
+def ack_policy_or_default(value: str | None, spec: StreamSpec) -> str:
+    return _ack_policy(value, spec)
+
+
+def _ack_policy(value: str | None, spec: StreamSpec) -> str:
+    if value is None:
+        return spec.ack_policy
+    policy = value.strip().lower()
+    if policy not in ACK_POLICIES:
+        raise InvalidRequestError(f"{HEADER_ACK} must be one of none, leader, all; got {value!r}")
+    return policy
+
+
+def _expected_offset(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        offset = int(value)
+    except ValueError as exc:
+        raise InvalidRequestError(f"{HEADER_EXPECTED_OFFSET} is not an integer: {value!r}") from exc
+    if offset < 0:
+        raise InvalidRequestError(f"{HEADER_EXPECTED_OFFSET} must be >= 0")
+    return offset
+
+
+def _decode_producer_batch(fmt: str, data: bytes, spec: StreamSpec) -> pa.Table:
+    if fmt.strip().lower() != BATCH_FORMAT_ARROW:
+        raise InvalidRequestError(f"{HEADER_BATCH} format {fmt!r} is not supported; use 'arrow'")
+    try:
+        table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InvalidRequestError(f"producer batch is not a valid Arrow IPC stream: {exc}") from exc
+    return normalize_batch_table(table, spec)
+
+
+def normalize_batch_table(table: pa.Table, spec: StreamSpec) -> pa.Table:
+    """Check a producer batch's columns (``value`` required; ``key``, ``headers`` optional)."""
+    if table.num_rows == 0:
+        raise InvalidRequestError("producer batch is empty")
+    unknown = set(table.column_names) - {"key", "value", "headers"}
+    if unknown or "value" not in table.column_names:
+        raise InvalidRequestError(
+            f"producer batch columns must be value and optionally key, headers; "
+            f"got {table.column_names}"
+        )
+    n = table.num_rows
+    try:
+        value = table.column("value").cast(pa.binary())
+        key = (
+            table.column("key").cast(pa.binary())
+            if "key" in table.column_names
+            else pa.nulls(n, pa.binary())
+        )
+        headers = (
+            table.column("headers").cast(_HEADERS_TYPE)
+            if "headers" in table.column_names
+            else pa.nulls(n, _HEADERS_TYPE)
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise InvalidRequestError(f"producer batch has a column of the wrong type: {exc}") from exc
+    if value.null_count:
+        raise InvalidRequestError("producer batch has null values")
+    longest = pc.max(pc.binary_length(value)).as_py() or 0
+    if longest > spec.max_record_bytes:
+        raise RecordTooLargeError(
+            f"a record of {longest} bytes exceeds max_record_bytes {spec.max_record_bytes}"
+        )
+    return pa.table({"key": key, "value": value, "headers": headers})

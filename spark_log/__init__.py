@@ -1,0 +1,25 @@
+"""Liftlog's core: records and partition logs, config, errors, the client and the CLI."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+__all__ = ["Ack", "Client", "Record", "__version__"]
+
+if TYPE_CHECKING:
+    from spark_log.client import Ack, Client
+    from spark_log.log import Record
+
+
+def __getattr__(name: str) -> Any:
+    """Import the client lazily so ``spark_log.config`` stays cheap for tools that only need it."""
+    if name in ("Client", "Ack"):
+        from spark_log import client
+
+        return getattr(client, name)
+    if name == "Record":
+        from spark_log.log import Record
+
+        return Record
+    raise AttributeError(name)

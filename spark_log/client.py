@@ -1,0 +1,419 @@
+"""``spark_log.Client``: publish to streams over NATS, read them and administer them over REST.
+
+Publishing goes straight to NATS (the stream's partition subject), so the client adds no hop:
+the partition leader acks on a reply subject the client owns. Acks are matched to the stream
+they came from, because several streams may record the same subject and each one acks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import itertools
+import zlib
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import nats
+import nats.errors
+import pyarrow as pa
+from nats.aio.client import Client as NatsClient
+
+from spark_log.errors import (
+    InvalidRequestError,
+    LiftlogError,
+    NotLeaderError,
+    RequestTimeoutError,
+    UnavailableError,
+)
+from spark_log.log import Record
+from spark_log.rest import DEFAULT_SERVER, RestClient
+from spark_log.stream_spec import StreamSpec
+from spark_log.wire import (
+    ARROW_STREAM_MEDIA_TYPE,
+    BATCH_FORMAT_ARROW,
+    HEADER_ACK,
+    HEADER_BATCH,
+    HEADER_EXPECTED_OFFSET,
+    HEADER_KEY,
+    HEADER_MSG_ID,
+    ack_stream,
+    decode_ack,
+)
+
+DEFAULT_ACK_TIMEOUT_S = 10.0
+DEFAULT_POLL_WAIT_MS = 1000
+DEFAULT_FETCH_RECORDS = 1000
+MAX_IN_FLIGHT = 65536
+
+Start = str | int | dt.datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    stream: str
+    partition: int
+    offset: int
+    count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    records: list[Record]
+    high_watermark: int
+    next_offset: int
+
+
+def partition_for_key(key: bytes, partitions: int) -> int:
+    """Stable key → partition mapping (CRC-32, the same in every client)."""
+    return zlib.crc32(key) % partitions
+
+
+class Client:
+    """Async client. Use ``async with Client(servers=...) as client:``."""
+
+    def __init__(
+        self,
+        servers: str | list[str] = DEFAULT_SERVER,
+        nats_url: str | None = None,
+        ack_timeout_s: float = DEFAULT_ACK_TIMEOUT_S,
+    ) -> None:
+        self.rest = RestClient(servers)
+        self.nats_url = nats_url
+        self.ack_timeout_s = ack_timeout_s
+        self._nc: NatsClient | None = None
+        self._owns_nc = False
+        self._specs: dict[str, StreamSpec] = {}
+        self._leaders: dict[tuple[str, int], str] = {}
+        self._round_robin: dict[str, itertools.count[int]] = {}
+        self._inbox = ""
+        self._waiting: dict[str, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
+        self._next_reply = itertools.count()
+        self._in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        for _stream, fut in self._waiting.values():
+            if not fut.done():
+                fut.cancel()
+        self._waiting.clear()
+        if self._nc is not None and self._owns_nc and not self._nc.is_closed:
+            await self._nc.drain()
+        self._nc = None
+
+    # ----------------------------------------------------------------- admin (REST)
+
+    async def create_stream(self, name: str, subject: str, **options: Any) -> dict[str, Any]:
+        """Create a stream (idempotent for an identical spec); returns its description."""
+        body = {"name": name, "subject": subject, **options}
+        resp = await asyncio.to_thread(self.rest.request, "POST", "/v1/streams", json_body=body)
+        self._specs.pop(name, None)
+        return resp.json()
+
+    async def delete_stream(self, name: str) -> None:
+        await asyncio.to_thread(self.rest.request, "DELETE", f"/v1/streams/{name}")
+        self._forget(name)
+
+    async def list_streams(self) -> list[dict[str, Any]]:
+        body = await asyncio.to_thread(self.rest.get_json, "/v1/streams")
+        return list(body["streams"])
+
+    async def describe_stream(self, name: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self.rest.get_json, f"/v1/streams/{name}")
+
+    async def pause_stream(self, name: str) -> dict[str, Any]:
+        resp = await asyncio.to_thread(self.rest.request, "POST", f"/v1/streams/{name}/pause")
+        return resp.json()
+
+    async def resume_stream(self, name: str) -> dict[str, Any]:
+        resp = await asyncio.to_thread(self.rest.request, "POST", f"/v1/streams/{name}/resume")
+        return resp.json()
+
+    async def cluster(self) -> dict[str, Any]:
+        return await asyncio.to_thread(self.rest.get_json, "/v1/cluster")
+
+    # ----------------------------------------------------------------- publish (NATS)
+
+    async def publish(
+        self,
+        stream: str,
+        value: bytes | str,
+        *,
+        key: bytes | str | None = None,
+        headers: Mapping[str, str] | None = None,
+        partition: int | None = None,
+        ack_policy: str | None = None,
+        msg_id: str | None = None,
+        expected_offset: int | None = None,
+        timeout_s: float | None = None,
+    ) -> Ack | None:
+        """Publish one record; returns its Ack (None with ``ack_policy="none"``)."""
+        spec = await self._spec(stream)
+        key_b = _as_bytes(key) if key is not None else None
+        p = self._choose_partition(spec, key_b, partition)
+        hdrs = dict(headers or {})
+        if key_b is not None:
+            hdrs[HEADER_KEY] = key_b.decode("utf-8", "replace")
+        _set_options(hdrs, ack_policy, msg_id, expected_offset)
+        ack = await self._send(spec, p, _as_bytes(value), hdrs, ack_policy, timeout_s)
+        return None if ack is None else Ack(stream, ack["partition"], ack["offset"])
+
+    async def publish_batch(
+        self,
+        stream: str,
+        values: Iterable[bytes | str],
+        *,
+        keys: Iterable[bytes | str | None] | None = None,
+        headers: Iterable[Mapping[str, str] | None] | None = None,
+        partition: int | None = None,
+        ack_policy: str | None = None,
+        msg_id: str | None = None,
+        timeout_s: float | None = None,
+    ) -> Ack | None:
+        """Publish many records as one NATS message (an Arrow IPC batch) with one ack.
+
+        All records go to one partition: ``partition``, else the first key's, else round robin.
+        """
+        value_list = [_as_bytes(v) for v in values]
+        if not value_list:
+            raise InvalidRequestError("publish_batch needs at least one value")
+        key_list = [_as_bytes(k) if k is not None else None for k in keys] if keys is not None else None
+        spec = await self._spec(stream)
+        first_key = key_list[0] if key_list else None
+        p = self._choose_partition(spec, first_key, partition)
+        payload = encode_producer_batch(value_list, key_list, headers)
+        hdrs = {HEADER_BATCH: BATCH_FORMAT_ARROW}
+        _set_options(hdrs, ack_policy, msg_id, None)
+        ack = await self._send(spec, p, payload, hdrs, ack_policy, timeout_s)
+        if ack is None:
+            return None
+        return Ack(stream, ack["partition"], ack["offset"], ack.get("count", len(value_list)))
+
+    async def _send(
+        self, spec: StreamSpec, partition: int, payload: bytes, headers: dict[str, str],
+        ack_policy: str | None, timeout_s: float | None,
+    ) -> dict[str, Any] | None:
+        nc = await self._nats()
+        subject = spec.partition_subject(partition)
+        if ack_policy == "none":
+            await nc.publish(subject, payload, headers=headers or None)
+            return None
+        async with self._in_flight:
+            reply = f"{self._inbox}.{next(self._next_reply)}"
+            fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+            self._waiting[reply] = (spec.name, fut)
+            try:
+                await nc.publish(subject, payload, reply=reply, headers=headers or None)
+                return await asyncio.wait_for(fut, timeout_s or self.ack_timeout_s)
+            except TimeoutError:
+                raise RequestTimeoutError(
+                    f"no ack from {spec.name}/{partition} on {subject!r} within "
+                    f"{timeout_s or self.ack_timeout_s}s (is the stream paused or its leader down?)"
+                ) from None
+            finally:
+                self._waiting.pop(reply, None)
+
+    async def _on_ack(self, msg: Any) -> None:
+        waiting = self._waiting.get(msg.subject)
+        if waiting is None:
+            return
+        stream, fut = waiting
+        if fut.done():
+            return
+        if ack_stream(msg.data) not in (None, stream):
+            return  # another stream recording the same subject acked too
+        try:
+            fut.set_result(decode_ack(msg.data))
+        except LiftlogError as exc:
+            fut.set_exception(exc)
+
+    # ----------------------------------------------------------------- consume (REST)
+
+    async def fetch(
+        self, stream: str, partition: int = 0, offset: int | None = None, *,
+        timestamp_ms: int | None = None, max_records: int = DEFAULT_FETCH_RECORDS,
+        wait_ms: int = 0,
+    ) -> Fetched:
+        """One fetch of committed records (Arrow on the wire)."""
+        params = {"offset": offset, "timestamp": timestamp_ms, "max_records": max_records,
+                  "wait_ms": wait_ms}
+        path = f"/v1/streams/{stream}/partitions/{partition}/records"
+        server = await self._leader_url(stream, partition)
+        try:
+            resp = await asyncio.to_thread(
+                self.rest.request, "GET", path, params=params, server=server,
+                headers={"Accept": ARROW_STREAM_MEDIA_TYPE},
+                timeout_s=self.rest.timeout_s + wait_ms / 1000,
+            )
+        except NotLeaderError:
+            self._leaders.pop((stream, partition), None)
+            raise
+        records = decode_fetch_arrow(resp.body)
+        hw = int(resp.headers.get("Liftlog-High-Watermark", "0"))
+        if records:
+            next_offset = records[-1].offset + 1
+        else:
+            next_offset = offset if offset is not None else hw
+        return Fetched(records, hw, next_offset)
+
+    async def subscribe(
+        self, stream: str, partition: int = 0, start: Start = "earliest",
+        *, poll_wait_ms: int = DEFAULT_POLL_WAIT_MS, max_records: int = DEFAULT_FETCH_RECORDS,
+    ) -> AsyncIterator[Record]:
+        """Yield committed records as they arrive, from earliest, latest, an offset or a time."""
+        offset = await self.start_offset(stream, partition, start)
+        while True:
+            try:
+                fetched = await self.fetch(stream, partition, offset, max_records=max_records,
+                                           wait_ms=poll_wait_ms)
+            except (NotLeaderError, UnavailableError):
+                await asyncio.sleep(poll_wait_ms / 1000)
+                continue
+            for record in fetched.records:
+                yield record
+            offset = fetched.next_offset
+
+    async def start_offset(self, stream: str, partition: int, start: Start) -> int:
+        if isinstance(start, bool):
+            raise InvalidRequestError(f"invalid start {start!r}")
+        if isinstance(start, int):
+            return start
+        if isinstance(start, dt.datetime):
+            ts = int(start.timestamp() * 1000)
+            return (await self.fetch(stream, partition, timestamp_ms=ts, max_records=1)).next_offset
+        if start == "earliest":
+            first = await self.fetch(stream, partition, None, max_records=1)
+            return first.records[0].offset if first.records else first.next_offset
+        if start == "latest":
+            return (await self.fetch(stream, partition, None, max_records=1)).high_watermark
+        raise InvalidRequestError(
+            f"start must be 'earliest', 'latest', an offset or a datetime; got {start!r}"
+        )
+
+    # ----------------------------------------------------------------- plumbing
+
+    async def _nats(self) -> NatsClient:
+        if self._nc is None or self._nc.is_closed:
+            url = self.nats_url or await self._discover_nats()
+            try:
+                self._nc = await nats.connect(url, max_reconnect_attempts=-1)
+            except (nats.errors.Error, OSError) as exc:
+                raise UnavailableError(f"cannot connect to NATS at {url}: {exc}") from exc
+            self._owns_nc = True
+            self._inbox = self._nc.new_inbox()
+            await self._nc.subscribe(f"{self._inbox}.*", cb=self._on_ack)
+        return self._nc
+
+    async def _discover_nats(self) -> str:
+        brokers = (await self.cluster())["brokers"]
+        if not brokers:
+            raise UnavailableError("no live broker to learn the NATS URL from")
+        return str(brokers[0]["nats_url"])
+
+    async def _spec(self, stream: str) -> StreamSpec:
+        spec = self._specs.get(stream)
+        if spec is None:
+            body = await self.describe_stream(stream)
+            spec = self._specs[stream] = StreamSpec.from_json(body["spec"])
+        return spec
+
+    async def _leader_url(self, stream: str, partition: int) -> str | None:
+        url = self._leaders.get((stream, partition))
+        if url is not None:
+            return url
+        try:
+            body = await self.describe_stream(stream)
+            cluster = await self.cluster()
+        except UnavailableError:
+            return None
+        urls = {b["broker_id"]: b["api_url"] for b in cluster["brokers"]}
+        for p in body["partitions"]:
+            if p["leader"] in urls:
+                self._leaders[(stream, p["partition"])] = urls[p["leader"]]
+        return self._leaders.get((stream, partition))
+
+    def _choose_partition(self, spec: StreamSpec, key: bytes | None, partition: int | None) -> int:
+        if partition is not None:
+            if not 0 <= partition < spec.partitions:
+                raise InvalidRequestError(f"stream {spec.name} has no partition {partition}")
+            return partition
+        if spec.partitions == 1:
+            return 0
+        if key is not None:
+            return partition_for_key(key, spec.partitions)
+        counter = self._round_robin.setdefault(spec.name, itertools.count())
+        return next(counter) % spec.partitions
+
+    def _forget(self, stream: str) -> None:
+        self._specs.pop(stream, None)
+        for key in [k for k in self._leaders if k[0] == stream]:
+            del self._leaders[key]
+
+
+def _as_bytes(value: bytes | str) -> bytes:
+    return value.encode() if isinstance(value, str) else bytes(value)
+
+
+def _set_options(
+    headers: dict[str, str], ack_policy: str | None, msg_id: str | None, expected: int | None
+) -> None:
+    if ack_policy is not None:
+        headers[HEADER_ACK] = ack_policy
+    if msg_id is not None:
+        headers[HEADER_MSG_ID] = msg_id
+    if expected is not None:
+        headers[HEADER_EXPECTED_OFFSET] = str(expected)
+
+
+_BATCH_HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+
+
+def encode_producer_batch(
+    values: list[bytes],
+    keys: list[bytes | None] | None = None,
+    headers: Iterable[Mapping[str, str] | None] | None = None,
+) -> bytes:
+    """The Arrow IPC stream a producer batch carries: ``value`` and optional ``key``/``headers``."""
+    columns: dict[str, pa.Array] = {"value": pa.array(values, pa.binary())}
+    if keys is not None:
+        if len(keys) != len(values):
+            raise InvalidRequestError("keys and values differ in length")
+        columns["key"] = pa.array(keys, pa.binary())
+    if headers is not None:
+        rows = [
+            [{"key": k, "value": v.encode()} for k, v in h.items()] if h else None for h in headers
+        ]
+        if len(rows) != len(values):
+            raise InvalidRequestError("headers and values differ in length")
+        columns["headers"] = pa.array(rows, _BATCH_HEADERS_TYPE)
+    table = pa.table(columns)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def decode_fetch_arrow(body: bytes) -> list[Record]:
+    """Records of an Arrow fetch response (columns of the REST fetch schema)."""
+    table = pa.ipc.open_stream(pa.py_buffer(body)).read_all()
+    if table.num_rows == 0:
+        return []
+    cols = {name: table.column(name).to_pylist() for name in table.column_names}
+    timestamps = table.column("timestamp").cast(pa.int64()).to_pylist()
+    return [
+        Record(
+            offset=cols["offset"][i],
+            timestamp=timestamps[i],
+            key=cols["key"][i],
+            value=cols["value"][i],
+            headers=[(h["key"], h["value"]) for h in cols["headers"][i] or []],
+            subject=cols["subject"][i],
+        )
+        for i in range(table.num_rows)
+    ]

@@ -1,0 +1,148 @@
+"""``liftlog demo``: the main job on the embedded default, start to finish.
+
+Starts NATS, ZooKeeper and a node; creates a stream; publishes sample events three ways
+(plain NATS publishes recorded from the subject, acked single publishes, one producer batch);
+reads everything back by offset and by time; runs a Spark query over what it read; stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import nats
+
+from spark_log.client import Client
+from spark_log.embedded.process import free_port
+from spark_log.embedded.standalone import Standalone
+from spark_log.errors import LiftlogError
+
+DEMO_STREAM = "demo-orders"
+DEMO_SUBJECT = "demo.orders"
+DEMO_PARTITIONS = 3
+CITIES = ("Lisbon", "Oslo", "Kyoto", "Lima", "Accra", "Perth")
+BATCH_SHARE = 0.5
+
+
+def run_demo(events: int = 5000, data_dir: str | None = None) -> int:
+    with tempfile.TemporaryDirectory(prefix="liftlog-demo-") as tmp:
+        root = Path(data_dir) if data_dir else Path(tmp)
+        stack = Standalone(
+            nodes=1, data_dir=root, nats_port=free_port(), zk_port=free_port(),
+            api_port=free_port(),
+        )
+        started = time.monotonic()
+        print("liftlog demo: starting NATS, ZooKeeper and one ingest node ...", flush=True)
+        stack.start()
+        try:
+            for name, url in stack.endpoints():
+                print(f"  {name:<14} {url}", flush=True)
+            print(f"  stack ready in {time.monotonic() - started:.1f}s", flush=True)
+            api = stack.endpoints()[-1][1]
+            nats_url = stack.nats.url
+            summary = asyncio.run(_demo(api, nats_url, events))
+            _spark_query(summary.pop("rows"))
+            print(json.dumps(summary, indent=2))
+        except LiftlogError as exc:
+            print(f"liftlog demo failed: {exc.code}: {exc.message}")
+            return 1
+        finally:
+            stack.stop()
+            print("liftlog demo: everything stopped", flush=True)
+    return 0
+
+
+def _event(i: int, rng: random.Random) -> dict[str, Any]:
+    return {"order_id": i, "city": rng.choice(CITIES), "amount": round(rng.uniform(1, 500), 2)}
+
+
+async def _demo(api: str, nats_url: str, events: int) -> dict[str, Any]:
+    rng = random.Random(7)
+    async with Client(api, nats_url=nats_url) as client:
+        await client.create_stream(DEMO_STREAM, DEMO_SUBJECT, partitions=DEMO_PARTITIONS)
+        print(f"created stream {DEMO_STREAM} on {DEMO_SUBJECT}.* ({DEMO_PARTITIONS} partitions)")
+        t0 = time.monotonic()
+        wall_start_ms = int(time.time() * 1000)
+        plain = events // 10
+        await _plain_nats_publishes(nats_url, plain, rng)
+        batched = int((events - plain) * BATCH_SHARE)
+        singles = events - plain - batched
+        acks = await asyncio.gather(*[
+            client.publish(DEMO_STREAM, json.dumps(_event(plain + i, rng)), key=f"customer-{i % 50}")
+            for i in range(singles)
+        ])
+        batch_ack = await client.publish_batch(
+            DEMO_STREAM, [json.dumps(_event(plain + singles + i, rng)) for i in range(batched)],
+            partition=0,
+        )
+        publish_s = time.monotonic() - t0
+        print(f"published {events} events in {publish_s:.2f}s: {plain} plain NATS, "
+              f"{len(acks)} acked singles, 1 producer batch of {batched}")
+        rows = await _read_back(client, events)
+        since = await client.fetch(DEMO_STREAM, 0, timestamp_ms=wall_start_ms, max_records=1)
+    return {
+        "events_published": events,
+        "events_read_back": len(rows),
+        "producer_batch_ack": {"partition": batch_ack.partition, "offset": batch_ack.offset,
+                               "count": batch_ack.count} if batch_ack else None,
+        "per_partition": dict(sorted(Counter(r["partition"] for r in rows).items())),
+        "first_offset_by_time": since.records[0].offset if since.records else None,
+        "publish_seconds": round(publish_s, 3),
+        "rows": rows,
+    }
+
+
+async def _plain_nats_publishes(nats_url: str, count: int, rng: random.Random) -> None:
+    """What existing applications do: plain NATS publishes, no Liftlog client at all."""
+    nc = await nats.connect(nats_url)
+    for i in range(count):
+        await nc.publish(f"{DEMO_SUBJECT}", json.dumps(_event(i, rng)).encode())
+    await nc.flush()
+    await nc.drain()
+
+
+async def _read_back(client: Client, expected: int) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 30
+    offsets = dict.fromkeys(range(DEMO_PARTITIONS), 0)
+    while len(rows) < expected and time.monotonic() < deadline:
+        for p in range(DEMO_PARTITIONS):
+            fetched = await client.fetch(DEMO_STREAM, p, offsets[p], max_records=5000, wait_ms=100)
+            for r in fetched.records:
+                rows.append({"partition": p, "offset": r.offset, **json.loads(r.value)})
+            offsets[p] = fetched.next_offset
+    print(f"read back {len(rows)} committed records by offset")
+    return rows
+
+
+def _spark_query(rows: list[dict[str, Any]]) -> None:
+    """A Spark query over the records read back (local[2])."""
+    import pyarrow as pa
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F  # noqa: N812
+
+    print("starting Spark (local[2]) for a query over the stream ...", flush=True)
+    spark = (
+        SparkSession.builder.master("local[2]").appName("liftlog-demo")
+        .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        df = spark.createDataFrame(pa.Table.from_pylist(rows).to_pandas())
+        result = (
+            df.groupBy("city").agg(F.count("*").alias("orders"), F.round(F.sum("amount"), 2)
+                                   .alias("revenue"))
+            .orderBy(F.desc("revenue"))
+        )
+        print("revenue by city (Spark):")
+        for row in result.collect():
+            print(f"  {row['city']:<8} {row['orders']:>6} orders  {row['revenue']:>12,.2f}")
+    finally:
+        spark.stop()

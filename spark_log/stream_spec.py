@@ -1,0 +1,112 @@
+"""The stream spec: what a stream records, how it is partitioned, acked and retained.
+
+A spec is stored in ZooKeeper as versioned JSON and compared field by field, so that creating
+an identical stream twice is idempotent and a conflicting create is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from spark_log.errors import ConfigError, InvalidRequestError
+from spark_log.typed_config import from_mapping
+
+AckPolicy = Literal["none", "leader", "all"]
+ACK_POLICIES: tuple[str, ...] = ("none", "leader", "all")
+
+DEFAULT_PARTITIONS = 1
+DEFAULT_REPLICATION_FACTOR = 1
+DEFAULT_ACK_POLICY: AckPolicy = "all"
+DEFAULT_MAX_RECORD_BYTES = 1024 * 1024
+MAX_PARTITIONS = 1024
+MAX_STREAM_NAME_LENGTH = 200
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_TOKEN_RE = re.compile(r"^[^\s.*>]+$")
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """Everything a user chooses when creating a stream (its identity for idempotency)."""
+
+    name: str
+    subject: str
+    partitions: int = DEFAULT_PARTITIONS
+    replication_factor: int = DEFAULT_REPLICATION_FACTOR
+    min_isr: int | None = None
+    ack_policy: AckPolicy = DEFAULT_ACK_POLICY
+    retention_ms: int | None = None
+    retention_bytes: int | None = None
+    retention_messages: int | None = None
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+    load_balance: bool = False
+
+    def __post_init__(self) -> None:
+        validate_stream_name(self.name)
+        validate_subject(self.subject)
+        if not 1 <= self.partitions <= MAX_PARTITIONS:
+            raise InvalidRequestError(f"partitions must be in 1..{MAX_PARTITIONS}")
+        if self.replication_factor < 1:
+            raise InvalidRequestError("replication_factor must be >= 1")
+        if self.min_isr is not None and not 1 <= self.min_isr <= self.replication_factor:
+            raise InvalidRequestError("min_isr must be in 1..replication_factor")
+        for name in ("retention_ms", "retention_bytes", "retention_messages"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise InvalidRequestError(f"{name} must be > 0 when set")
+        if self.max_record_bytes <= 0:
+            raise InvalidRequestError("max_record_bytes must be > 0")
+        if self.partitions > 1 and not self.load_balance and self.subject.endswith(">"):
+            raise InvalidRequestError(
+                "a subject ending in '>' cannot take per-partition suffixes; "
+                "use load_balance=true or a subject without '>'"
+            )
+
+    @property
+    def effective_min_isr(self) -> int:
+        """Default min ISR: a majority of the replication factor."""
+        return self.min_isr if self.min_isr is not None else self.replication_factor // 2 + 1
+
+    def partition_subject(self, partition: int) -> str:
+        """Partition 0 listens on the subject, partition p on ``<subject>.<p>`` (Liftbridge)."""
+        if self.load_balance or partition == 0:
+            return self.subject
+        return f"{self.subject}.{partition}"
+
+    @property
+    def queue_group(self) -> str | None:
+        """In load-balanced mode all partitions share the subject through one queue group."""
+        return f"liftlog.{self.name}" if self.load_balance else None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StreamSpec:
+        try:
+            return from_mapping(cls, data, "stream")
+        except InvalidRequestError:
+            raise
+        except ConfigError as exc:
+            raise InvalidRequestError(str(exc)) from exc
+
+
+def validate_stream_name(name: str) -> None:
+    if not name or len(name) > MAX_STREAM_NAME_LENGTH or not _NAME_RE.match(name):
+        raise InvalidRequestError(
+            f"invalid stream name {name!r}: use letters, digits, '.', '_' and '-' "
+            f"(at most {MAX_STREAM_NAME_LENGTH} characters)"
+        )
+
+
+def validate_subject(subject: str) -> None:
+    """A NATS subject: dot-separated tokens; '*' a whole token, '>' only the last token."""
+    tokens = subject.split(".") if subject else [""]
+    for i, token in enumerate(tokens):
+        if token == "*" or (token == ">" and i == len(tokens) - 1):
+            continue
+        if not _TOKEN_RE.match(token):
+            raise InvalidRequestError(f"invalid NATS subject {subject!r}")

@@ -1,0 +1,98 @@
+"""Load frozen dataclasses from plain mappings, rejecting unknown keys and wrong types.
+
+A misspelt key must never be ignored silently (a misspelt timeout once disabled a safety check
+in a Jepsen run), so every level of a config mapping is checked against the dataclass fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, TypeVar, get_args, get_origin, get_type_hints
+
+from spark_log.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def from_mapping(cls: type[T], data: Mapping[str, Any], where: str = "") -> T:
+    """Build ``cls`` (a dataclass) from ``data``; raise ConfigError naming the bad key."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where or cls.__name__}: expected a table, got {type(data).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(
+            f"unknown key(s) {', '.join(_join(where, k) for k in unknown)}; "
+            f"known{' in ' + where if where else ''}: {', '.join(sorted(fields))}"
+        )
+    hints = get_type_hints(cls)
+    values = {name: _coerce(hints[name], value, _join(where, name)) for name, value in data.items()}
+    try:
+        return cls(**values)
+    except TypeError as exc:  # a required field is missing
+        raise ConfigError(f"{where or cls.__name__}: {exc}") from exc
+
+
+def to_mapping(obj: Any) -> dict[str, Any]:
+    """The inverse of ``from_mapping`` for JSON/TOML output."""
+    return dataclasses.asdict(obj)
+
+
+def _join(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+def _coerce(hint: Any, value: Any, where: str) -> Any:
+    origin = get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return _coerce_union(hint, value, where)
+    if origin is typing.Literal:
+        if value not in get_args(hint):
+            allowed = ", ".join(repr(a) for a in get_args(hint))
+            raise ConfigError(f"{where}: {value!r} is not one of {allowed}")
+        return value
+    if origin in (tuple, list):
+        return _coerce_sequence(hint, value, where)
+    if dataclasses.is_dataclass(hint):
+        return from_mapping(hint, value, where)  # type: ignore[arg-type]
+    return _coerce_scalar(hint, value, where)
+
+
+def _coerce_union(hint: Any, value: Any, where: str) -> Any:
+    args = get_args(hint)
+    if value is None:
+        if type(None) in args:
+            return None
+        raise ConfigError(f"{where}: must not be null")
+    errors = []
+    for arg in args:
+        if arg is type(None):
+            continue
+        try:
+            return _coerce(arg, value, where)
+        except ConfigError as exc:
+            errors.append(str(exc))
+    raise ConfigError("; ".join(errors))
+
+
+def _coerce_sequence(hint: Any, value: Any, where: str) -> tuple[Any, ...]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{where}: expected a list, got {type(value).__name__}")
+    args = get_args(hint)
+    item = args[0] if args else Any
+    return tuple(_coerce(item, v, f"{where}[{i}]") for i, v in enumerate(value))
+
+
+def _coerce_scalar(hint: Any, value: Any, where: str) -> Any:
+    if hint is Any:
+        return value
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint in (int, float) and isinstance(value, bool):
+        raise ConfigError(f"{where}: expected {hint.__name__}, got bool")
+    if not isinstance(value, hint):
+        raise ConfigError(f"{where}: expected {hint.__name__}, got {type(value).__name__}")
+    return value

@@ -1,0 +1,104 @@
+"""Names and shapes that cross the wire: NATS headers, ack JSON, media types.
+
+Keys and per-record options travel in NATS headers so plain NATS publishers need no envelope;
+acks are small JSON documents on the message's reply subject.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from spark_log.errors import (
+    CorruptRecordError,
+    ExpectedOffsetMismatchError,
+    InvalidRequestError,
+    LiftlogError,
+    NotEnoughReplicasError,
+    NotLeaderError,
+    RecordTooLargeError,
+    RequestTimeoutError,
+    StreamNotFoundError,
+    StreamPausedError,
+    UnavailableError,
+)
+
+HEADER_KEY = "Liftlog-Key"
+HEADER_ACK = "Liftlog-Ack"
+HEADER_MSG_ID = "Nats-Msg-Id"
+HEADER_EXPECTED_OFFSET = "Liftlog-Expected-Offset"
+HEADER_BATCH = "Liftlog-Batch"
+HEADER_BATCH_COUNT = "Liftlog-Batch-Count"
+BATCH_FORMAT_ARROW = "arrow"
+
+ARROW_STREAM_MEDIA_TYPE = "application/vnd.apache.arrow.stream"
+
+_ERRORS_BY_CODE: dict[str, type[LiftlogError]] = {
+    cls.code: cls
+    for cls in (
+        CorruptRecordError,
+        ExpectedOffsetMismatchError,
+        InvalidRequestError,
+        NotEnoughReplicasError,
+        NotLeaderError,
+        RecordTooLargeError,
+        RequestTimeoutError,
+        StreamNotFoundError,
+        StreamPausedError,
+        UnavailableError,
+    )
+}
+
+
+def ack_prefix(stream: str, partition: int) -> bytes:
+    """The constant start of every ack of one partition, encoded once per replica."""
+    return f'{{"stream":{json.dumps(stream)},"partition":{partition},"offset":'.encode()
+
+
+def encode_ack(prefix: bytes, offset: int, count: int | None = None) -> bytes:
+    """Ack JSON ``{"stream","partition","offset"}`` (a batch adds ``count``), built fast."""
+    if count is None:
+        return prefix + b"%d}" % offset
+    return prefix + b'%d,"count":%d}' % (offset, count)
+
+
+def encode_error(error: LiftlogError, stream: str | None = None, partition: int | None = None) -> bytes:
+    """Error ack; ``stream``/``partition`` let a client tell apart streams sharing a subject."""
+    body: dict[str, Any] = error.to_json()
+    if stream is not None:
+        body = {"stream": stream, "partition": partition, **body}
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def decode_ack(payload: bytes) -> dict[str, Any]:
+    """Parse an ack; raise the typed error an error ack carries."""
+    try:
+        data = json.loads(payload)
+    except ValueError as exc:
+        raise InvalidRequestError(f"malformed ack {payload[:200]!r}") from exc
+    if not isinstance(data, dict):
+        raise InvalidRequestError(f"malformed ack {payload[:200]!r}")
+    if "error" in data:
+        raise error_from_json(data["error"])
+    return data
+
+
+def ack_stream(payload: bytes) -> str | None:
+    """The stream an ack (or error ack) names, without raising; None if it names none."""
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        return None
+    stream = data.get("stream") if isinstance(data, dict) else None
+    return stream if isinstance(stream, str) else None
+
+
+def error_from_json(error: Any) -> LiftlogError:
+    """Rebuild the typed error from ``{"code", "message"}`` (REST bodies and NATS acks)."""
+    if not isinstance(error, dict):
+        return LiftlogError(str(error))
+    code = str(error.get("code", "internal_error"))
+    cls = _ERRORS_BY_CODE.get(code, LiftlogError)
+    err = cls(str(error.get("message", code)))
+    err.code = code
+    return err

@@ -1,0 +1,107 @@
+"""Shared fixtures: one real ZooKeeper and one real nats-server for the whole session.
+
+Tests share the servers but never each other's data: each test gets its own ZooKeeper root
+(``zk_root``). Every process is stopped by PID and every temp dir removed in teardown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import sys
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = TESTS_DIR.parent
+# Run from a checkout without `pip install -e .`, and let tests import `waiting`.
+for _path in (REPO_ROOT, TESTS_DIR):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+from waiting import wait_for  # noqa: E402
+
+from coordinator.errors import ZNodeNotFoundError  # noqa: E402
+from coordinator.zk import ZkSession  # noqa: E402
+from spark_log.embedded import NatsServer, ZooKeeperServer, free_port  # noqa: E402
+
+# Short enough that expiry tests are quick, long enough for a loaded CI machine.
+ZK_TEST_SESSION_TIMEOUT_S = 6.0
+
+__all__ = ["REPO_ROOT", "ZK_TEST_SESSION_TIMEOUT_S", "wait_for"]
+
+
+@contextlib.contextmanager
+def _temp_dir(prefix: str) -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def temp_dir() -> Iterator[Path]:
+    """A fresh directory, removed after the test (pytest's tmp_path keeps old runs around)."""
+    with _temp_dir("liftlog-test-") as path:
+        yield path
+
+
+@pytest.fixture(scope="session")
+def zookeeper() -> Iterator[ZooKeeperServer]:
+    """A real ZooKeeper server (from pyspark's jars) on a free port."""
+    with _temp_dir("liftlog-zk-") as data_dir:
+        server = ZooKeeperServer(free_port(), data_dir)
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+@pytest.fixture(scope="session")
+def nats_server() -> Iterator[NatsServer]:
+    """A real nats-server with JetStream on a free port."""
+    with _temp_dir("liftlog-nats-") as data_dir:
+        server = NatsServer(free_port(), data_dir, jetstream=True)
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+def zk_root(zookeeper: ZooKeeperServer) -> Iterator[str]:
+    """A root of its own for this test; its whole tree is deleted afterwards."""
+    root = f"/liftlog-test-{uuid.uuid4().hex[:12]}"
+    yield root
+    with ZkSession(zookeeper.connect_string, root) as cleaner:
+        with contextlib.suppress(ZNodeNotFoundError):
+            cleaner.delete_recursive("/")
+        wait_for(lambda: not cleaner.exists("/"), message=f"{root} deleted")
+
+
+@pytest.fixture
+def make_zk_session(zookeeper: ZooKeeperServer, zk_root: str) -> Iterator[Callable[..., ZkSession]]:
+    """Start more sessions on the test's root (stopped afterwards): other brokers, racers."""
+    sessions: list[ZkSession] = []
+
+    def make(session_timeout_s: float = ZK_TEST_SESSION_TIMEOUT_S) -> ZkSession:
+        session = ZkSession(zookeeper.connect_string, zk_root, session_timeout_s).start()
+        sessions.append(session)
+        return session
+
+    yield make
+    for session in sessions:
+        session.stop()
+
+
+@pytest.fixture
+def zk_session(make_zk_session: Callable[..., ZkSession]) -> ZkSession:
+    """A started session on the test's own root."""
+    return make_zk_session()

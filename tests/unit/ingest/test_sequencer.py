@@ -1,0 +1,52 @@
+"""Sequencing a writer cycle: offsets, dedup, expected offsets, producer batches."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ingest.dedup import DedupWindow
+from ingest.leader import Sequencer
+from ingest.produce_request import ProduceRequest, normalize_batch_table
+from spark_log.log import iter_batches, records_from_batches
+from spark_log.stream_spec import StreamSpec
+
+SPEC = StreamSpec(name="s", subject="s.in")
+
+
+def _req(value: bytes, **kw) -> ProduceRequest:
+    return ProduceRequest(subject="s.in", reply=None, ack_policy="all",
+                          msg_id=kw.pop("msg_id", None), expected_offset=kw.pop("expected", None),
+                          value=value, **kw)
+
+
+def _sequencer() -> tuple[Sequencer, list]:
+    errors: list = []
+    return Sequencer(SPEC, DedupWindow(60_000, 100), lambda r, e: errors.append((r, e))), errors
+
+
+def test_offsets_are_dense_and_batches_keep_arrival_order():
+    seq, errors = _sequencer()
+    table = normalize_batch_table(pa.table({"value": [b"b1", b"b2"]}), SPEC)
+    items = [_req(b"a"), ProduceRequest("s.in", None, "all", None, None, records=table), _req(b"c")]
+    cycle = seq.sequence(items, next_offset=10, leader_epoch=3, now=1000)
+    assert errors == []
+    assert [(s.offset, s.count) for s in cycle.sequenced] == [(10, 1), (11, 2), (13, 1)]
+    assert cycle.end_offset == 14
+    data = b"".join(cycle.batches)
+    headers = [h for h, _ in iter_batches(data)]
+    assert [(h.base_offset, h.record_count, h.leader_epoch) for h in headers] == [
+        (10, 1, 3), (11, 2, 3), (13, 1, 3)]
+    values = [r.value for r in records_from_batches(data, 10, 14, 100)]
+    assert values == [b"a", b"b1", b"b2", b"c"]
+
+
+def test_duplicates_and_expected_offsets():
+    seq, errors = _sequencer()
+    items = [_req(b"a", msg_id="m1"), _req(b"a2", msg_id="m1"), _req(b"b", expected=1),
+             _req(b"c", expected=5)]
+    cycle = seq.sequence(items, next_offset=0, leader_epoch=0, now=1000)
+    assert [(s.offset, s.duplicate) for s in cycle.sequenced] == [(0, False), (0, True), (1, False)]
+    assert [e.code for _r, e in errors] == ["expected_offset_mismatch"]
+    assert cycle.end_offset == 2
+    later = seq.sequence([_req(b"again", msg_id="m1")], next_offset=2, leader_epoch=0, now=2000)
+    assert later.sequenced[0].duplicate and later.batches == []

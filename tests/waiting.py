@@ -1,0 +1,38 @@
+"""Wait for a condition with a deadline: the only way tests wait (never a fixed sleep).
+
+A fixed sleep is either too short on a slow CI machine (flaky) or too long everywhere else
+(slow); polling a condition with a timeout is as fast as the system and fails with a message.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+DEFAULT_WAIT_TIMEOUT_S = 10.0
+DEFAULT_WAIT_INTERVAL_S = 0.02
+
+
+def wait_for(
+    predicate: Callable[[], T],
+    timeout_s: float = DEFAULT_WAIT_TIMEOUT_S,
+    interval_s: float = DEFAULT_WAIT_INTERVAL_S,
+    message: str = "condition",
+) -> T:
+    """Poll ``predicate`` until it returns something truthy, and return that value.
+
+    Raises AssertionError naming ``message`` (and the last value seen) after ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(
+                f"timed out after {timeout_s:.1f}s waiting for {message} (last value: {value!r})"
+            )
+        time.sleep(interval_s)
