@@ -10,7 +10,6 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from coordinator.znodes import StreamRecord
-
 from spark_log.errors import NotLeaderError, StreamNotFoundError
 from spark_log.stream_spec import StreamSpec
 

@@ -15,12 +15,12 @@ from typing import Any
 
 import nats
 import nats.errors
+from nats.aio.client import Client as NatsClient
+
 from coordinator.brokers import deregister_broker, live_brokers, register_broker
 from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
 from coordinator.znodes import BrokerInfo
-from nats.aio.client import Client as NatsClient
-
 from ingest.api.server import ApiServer
 from ingest.metrics import NodeMetrics
 from ingest.replica_manager import ReplicaManager

@@ -19,7 +19,6 @@ from typing import Any
 import nats.errors
 import pyarrow as pa
 import pyarrow.compute as pc
-from spark_log.log import PartitionLog, Record, decode_records, iter_batches, records_from_batches
 
 from ingest.dedup import DedupWindow
 from ingest.errors import ReplicaStoppedError
@@ -34,6 +33,7 @@ from spark_log.errors import (
     StorageError,
     StreamPausedError,
 )
+from spark_log.log import PartitionLog, Record, decode_records, iter_batches, records_from_batches
 from spark_log.stream_spec import StreamSpec
 from spark_log.wire import HEADER_BATCH_COUNT, HEADER_MSG_ID, ack_prefix, encode_ack, encode_error
 
@@ -273,7 +273,7 @@ class PartitionReplica:
         return len(self.isr) >= self.spec.effective_min_isr
 
     def _advance_hw(self) -> None:
-        """Single-replica leader: HW follows the durable LEO (the flushed one under fsync=always)."""
+        """Single-replica leader: HW follows the durable LEO (flushed LEO under fsync=always)."""
         log_ = self.log
         if self.isr != [self.config.broker_id] or not self._isr_ok():
             return

@@ -52,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _server_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--server", default=os.environ.get("LIFTLOG_SERVER", DEFAULT_SERVER),
+        "--server",
+        default=os.environ.get("LIFTLOG_SERVER", DEFAULT_SERVER),
         help="REST base URL(s) of any node, comma-separated",
     )
 
@@ -74,11 +75,16 @@ def _run_standalone(args: argparse.Namespace) -> int:
     from spark_log.embedded.standalone import Standalone
 
     stack = Standalone(
-        nodes=args.nodes, data_dir=Path(args.data_dir), nats_port=args.nats_port,
-        zk_port=args.zk_port, api_port=args.api_port,
+        nodes=args.nodes,
+        data_dir=Path(args.data_dir),
+        nats_port=args.nats_port,
+        zk_port=args.zk_port,
+        api_port=args.api_port,
     )
-    print(f"starting Liftlog standalone ({args.nodes} node(s), data in {args.data_dir}) ...",
-          flush=True)
+    print(
+        f"starting Liftlog standalone ({args.nodes} node(s), data in {args.data_dir}) ...",
+        flush=True,
+    )
     stack.start()
     for name, url in stack.endpoints():
         print(f"{name:<14} {url}", flush=True)
@@ -118,8 +124,11 @@ def _stream_parser(sub: Any) -> None:
     create.add_argument("--retention-bytes", type=int)
     create.add_argument("--retention-messages", type=int)
     create.add_argument("--max-record-bytes", type=int)
-    create.add_argument("--load-balance", action="store_true",
-                        help="all partitions share the subject through a queue group")
+    create.add_argument(
+        "--load-balance",
+        action="store_true",
+        help="all partitions share the subject through a queue group",
+    )
     _server_arg(create)
     create.set_defaults(run=_stream_create)
     for name, helptext in (("list", "list streams"),):
@@ -148,10 +157,20 @@ def _rest(args: argparse.Namespace) -> Any:
 
 
 def _stream_create(args: argparse.Namespace) -> int:
-    body = {"name": args.name, "subject": args.subject, "partitions": args.partitions,
-            "replication_factor": args.replication_factor}
-    for key in ("min_isr", "ack_policy", "retention_ms", "retention_bytes",
-                "retention_messages", "max_record_bytes"):
+    body = {
+        "name": args.name,
+        "subject": args.subject,
+        "partitions": args.partitions,
+        "replication_factor": args.replication_factor,
+    }
+    for key in (
+        "min_isr",
+        "ack_policy",
+        "retention_ms",
+        "retention_bytes",
+        "retention_messages",
+        "max_record_bytes",
+    ):
         if getattr(args, key) is not None:
             body[key] = getattr(args, key)
     if args.load_balance:
@@ -168,8 +187,16 @@ def _stream_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(streams, indent=2))
         return 0
-    rows = [[s["name"], s["subject"], s["partitions"], s["replication_factor"],
-             "paused" if s["paused"] else "active"] for s in streams]
+    rows = [
+        [
+            s["name"],
+            s["subject"],
+            s["partitions"],
+            s["replication_factor"],
+            "paused" if s["paused"] else "active",
+        ]
+        for s in streams
+    ]
     _print_table(["NAME", "SUBJECT", "PARTITIONS", "RF", "STATE"], rows)
     return 0
 
@@ -203,16 +230,25 @@ def _stream_action(action: str) -> Callable[[argparse.Namespace], int]:
 
 def _print_describe(body: dict[str, Any]) -> None:
     state = "paused" if body.get("paused") else "active"
-    print(f"{body['name']}  subject={body['subject']}  partitions={len(body['partitions'])}  "
-          f"rf={body['replication_factor']}  ack_policy={body['ack_policy']}  {state}")
+    print(
+        f"{body['name']}  subject={body['subject']}  partitions={len(body['partitions'])}  "
+        f"rf={body['replication_factor']}  ack_policy={body['ack_policy']}  {state}"
+    )
     rows = [
-        [p["partition"], p["leader"], p["leader_epoch"], _ids(p["replicas"]), _ids(p["isr"]),
-         _num(p["high_watermark"]), _num(p["log_end_offset"]), _num(p.get("lake_offset")),
-         "OFFLINE" if p["offline"] else ""]
+        [
+            p["partition"],
+            p["leader"],
+            p["leader_epoch"],
+            _ids(p["replicas"]),
+            _ids(p["isr"]),
+            _num(p["high_watermark"]),
+            _num(p["log_end_offset"]),
+            _num(p.get("lake_offset")),
+            "OFFLINE" if p["offline"] else "",
+        ]
         for p in body.get("partitions", [])
     ]
-    _print_table(["PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "HW", "LEO", "LAKE", ""],
-                 rows)
+    _print_table(["PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "HW", "LEO", "LAKE", ""], rows)
 
 
 def _ids(ids: list[int]) -> str:
@@ -261,21 +297,31 @@ def _split_header(text: str) -> tuple[str, str]:
     return name, value
 
 
-async def _publish_async(args: argparse.Namespace, values: list[str], headers: dict[str, str]) -> int:
+async def _publish_async(
+    args: argparse.Namespace, values: list[str], headers: dict[str, str]
+) -> int:
     from spark_log.client import Client
 
     async with Client(args.server, nats_url=args.nats_url) as client:
         if args.batch:
             ack = await client.publish_batch(
-                args.stream, values, keys=[args.key] * len(values) if args.key else None,
+                args.stream,
+                values,
+                keys=[args.key] * len(values) if args.key else None,
                 headers=[headers] * len(values) if headers else None,
-                partition=args.partition, ack_policy=args.ack_policy, msg_id=args.msg_id,
+                partition=args.partition,
+                ack_policy=args.ack_policy,
+                msg_id=args.msg_id,
             )
             print(_ack_line(ack))
             return 0
         for i, value in enumerate(values):
             ack = await client.publish(
-                args.stream, value, key=args.key, headers=headers, partition=args.partition,
+                args.stream,
+                value,
+                key=args.key,
+                headers=headers,
+                partition=args.partition,
                 ack_policy=args.ack_policy,
                 msg_id=f"{args.msg_id}-{i}" if args.msg_id and len(values) > 1 else args.msg_id,
             )
@@ -294,8 +340,12 @@ def _tail_parser(sub: Any) -> None:
     p = sub.add_parser("tail", help="print a partition's committed records")
     p.add_argument("stream")
     p.add_argument("--partition", type=int, default=0)
-    p.add_argument("--from", dest="start", default="earliest",
-                   help="earliest | latest | OFFSET | ISO-8601 time")
+    p.add_argument(
+        "--from",
+        dest="start",
+        default="earliest",
+        help="earliest | latest | OFFSET | ISO-8601 time",
+    )
     p.add_argument("-f", "--follow", action="store_true", help="keep waiting for new records")
     p.add_argument("-n", "--max", type=int, help="stop after this many records")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -315,7 +365,9 @@ def _parse_start(text: str) -> str | int | dt.datetime:
     try:
         when = dt.datetime.fromisoformat(text)
     except ValueError:
-        raise SystemExit(f"liftlog: --from wants earliest, latest, an offset or a time: {text!r}") from None
+        raise SystemExit(
+            f"liftlog: --from wants earliest, latest, an offset or a time: {text!r}"
+        ) from None
     return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
 
 
@@ -348,12 +400,23 @@ def _print_record(record: Any, as_json: bool) -> None:
     value = record.value.decode("utf-8", "replace")
     key = record.key.decode("utf-8", "replace") if record.key is not None else None
     if as_json:
-        print(json.dumps({"offset": record.offset, "timestamp": record.timestamp, "key": key,
-                          "value": value, "subject": record.subject,
-                          "headers": {k: v.decode("utf-8", "replace") for k, v in record.headers}}),
-              flush=True)
+        print(
+            json.dumps(
+                {
+                    "offset": record.offset,
+                    "timestamp": record.timestamp,
+                    "key": key,
+                    "value": value,
+                    "subject": record.subject,
+                    "headers": {k: v.decode("utf-8", "replace") for k, v in record.headers},
+                }
+            ),
+            flush=True,
+        )
         return
-    when = dt.datetime.fromtimestamp(record.timestamp / 1000, dt.UTC).isoformat(timespec="milliseconds")
+    when = dt.datetime.fromtimestamp(record.timestamp / 1000, dt.UTC).isoformat(
+        timespec="milliseconds"
+    )
     key_part = f" key={key}" if key is not None else ""
     print(f"{record.offset}\t{when}{key_part}\t{value}", flush=True)
 

@@ -91,6 +91,7 @@ class Client:
         self._waiting: dict[str, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
         self._next_reply = itertools.count()
         self._in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
+        self._spec_lock = asyncio.Lock()
 
     async def __aenter__(self) -> Client:
         return self
@@ -183,7 +184,9 @@ class Client:
         value_list = [_as_bytes(v) for v in values]
         if not value_list:
             raise InvalidRequestError("publish_batch needs at least one value")
-        key_list = [_as_bytes(k) if k is not None else None for k in keys] if keys is not None else None
+        key_list = (
+            [_as_bytes(k) if k is not None else None for k in keys] if keys is not None else None
+        )
         spec = await self._spec(stream)
         first_key = key_list[0] if key_list else None
         p = self._choose_partition(spec, first_key, partition)
@@ -196,8 +199,13 @@ class Client:
         return Ack(stream, ack["partition"], ack["offset"], ack.get("count", len(value_list)))
 
     async def _send(
-        self, spec: StreamSpec, partition: int, payload: bytes, headers: dict[str, str],
-        ack_policy: str | None, timeout_s: float | None,
+        self,
+        spec: StreamSpec,
+        partition: int,
+        payload: bytes,
+        headers: dict[str, str],
+        ack_policy: str | None,
+        timeout_s: float | None,
     ) -> dict[str, Any] | None:
         nc = await self._nats()
         subject = spec.partition_subject(partition)
@@ -236,18 +244,31 @@ class Client:
     # ----------------------------------------------------------------- consume (REST)
 
     async def fetch(
-        self, stream: str, partition: int = 0, offset: int | None = None, *,
-        timestamp_ms: int | None = None, max_records: int = DEFAULT_FETCH_RECORDS,
+        self,
+        stream: str,
+        partition: int = 0,
+        offset: int | None = None,
+        *,
+        timestamp_ms: int | None = None,
+        max_records: int = DEFAULT_FETCH_RECORDS,
         wait_ms: int = 0,
     ) -> Fetched:
         """One fetch of committed records (Arrow on the wire)."""
-        params = {"offset": offset, "timestamp": timestamp_ms, "max_records": max_records,
-                  "wait_ms": wait_ms}
+        params = {
+            "offset": offset,
+            "timestamp": timestamp_ms,
+            "max_records": max_records,
+            "wait_ms": wait_ms,
+        }
         path = f"/v1/streams/{stream}/partitions/{partition}/records"
         server = await self._leader_url(stream, partition)
         try:
             resp = await asyncio.to_thread(
-                self.rest.request, "GET", path, params=params, server=server,
+                self.rest.request,
+                "GET",
+                path,
+                params=params,
+                server=server,
                 headers={"Accept": ARROW_STREAM_MEDIA_TYPE},
                 timeout_s=self.rest.timeout_s + wait_ms / 1000,
             )
@@ -255,23 +276,27 @@ class Client:
             self._leaders.pop((stream, partition), None)
             raise
         records = decode_fetch_arrow(resp.body)
-        hw = int(resp.headers.get("Liftlog-High-Watermark", "0"))
+        hw = int(resp.headers.get("liftlog-high-watermark", "0"))
         if records:
-            next_offset = records[-1].offset + 1
-        else:
-            next_offset = offset if offset is not None else hw
-        return Fetched(records, hw, next_offset)
+            return Fetched(records, hw, records[-1].offset + 1)
+        return Fetched(records, hw, offset if offset is not None else hw)
 
     async def subscribe(
-        self, stream: str, partition: int = 0, start: Start = "earliest",
-        *, poll_wait_ms: int = DEFAULT_POLL_WAIT_MS, max_records: int = DEFAULT_FETCH_RECORDS,
+        self,
+        stream: str,
+        partition: int = 0,
+        start: Start = "earliest",
+        *,
+        poll_wait_ms: int = DEFAULT_POLL_WAIT_MS,
+        max_records: int = DEFAULT_FETCH_RECORDS,
     ) -> AsyncIterator[Record]:
         """Yield committed records as they arrive, from earliest, latest, an offset or a time."""
         offset = await self.start_offset(stream, partition, start)
         while True:
             try:
-                fetched = await self.fetch(stream, partition, offset, max_records=max_records,
-                                           wait_ms=poll_wait_ms)
+                fetched = await self.fetch(
+                    stream, partition, offset, max_records=max_records, wait_ms=poll_wait_ms
+                )
             except (NotLeaderError, UnavailableError):
                 await asyncio.sleep(poll_wait_ms / 1000)
                 continue
@@ -286,10 +311,11 @@ class Client:
             return start
         if isinstance(start, dt.datetime):
             ts = int(start.timestamp() * 1000)
-            return (await self.fetch(stream, partition, timestamp_ms=ts, max_records=1)).next_offset
+            return _first_offset(
+                await self.fetch(stream, partition, timestamp_ms=ts, max_records=1)
+            )
         if start == "earliest":
-            first = await self.fetch(stream, partition, None, max_records=1)
-            return first.records[0].offset if first.records else first.next_offset
+            return _first_offset(await self.fetch(stream, partition, None, max_records=1))
         if start == "latest":
             return (await self.fetch(stream, partition, None, max_records=1)).high_watermark
         raise InvalidRequestError(
@@ -318,7 +344,12 @@ class Client:
 
     async def _spec(self, stream: str) -> StreamSpec:
         spec = self._specs.get(stream)
-        if spec is None:
+        if spec is not None:
+            return spec
+        async with self._spec_lock:  # many concurrent publishes, one describe
+            spec = self._specs.get(stream)
+            if spec is not None:
+                return spec
             body = await self.describe_stream(stream)
             spec = self._specs[stream] = StreamSpec.from_json(body["spec"])
         return spec
@@ -354,6 +385,10 @@ class Client:
         self._specs.pop(stream, None)
         for key in [k for k in self._leaders if k[0] == stream]:
             del self._leaders[key]
+
+
+def _first_offset(fetched: Fetched) -> int:
+    return fetched.records[0].offset if fetched.records else fetched.next_offset
 
 
 def _as_bytes(value: bytes | str) -> bytes:

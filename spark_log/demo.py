@@ -34,7 +34,10 @@ def run_demo(events: int = 5000, data_dir: str | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="liftlog-demo-") as tmp:
         root = Path(data_dir) if data_dir else Path(tmp)
         stack = Standalone(
-            nodes=1, data_dir=root, nats_port=free_port(), zk_port=free_port(),
+            nodes=1,
+            data_dir=root,
+            nats_port=free_port(),
+            zk_port=free_port(),
             api_port=free_port(),
         )
         started = time.monotonic()
@@ -73,24 +76,36 @@ async def _demo(api: str, nats_url: str, events: int) -> dict[str, Any]:
         await _plain_nats_publishes(nats_url, plain, rng)
         batched = int((events - plain) * BATCH_SHARE)
         singles = events - plain - batched
-        acks = await asyncio.gather(*[
-            client.publish(DEMO_STREAM, json.dumps(_event(plain + i, rng)), key=f"customer-{i % 50}")
-            for i in range(singles)
-        ])
+        acks = await asyncio.gather(
+            *[
+                client.publish(
+                    DEMO_STREAM, json.dumps(_event(plain + i, rng)), key=f"customer-{i % 50}"
+                )
+                for i in range(singles)
+            ]
+        )
         batch_ack = await client.publish_batch(
-            DEMO_STREAM, [json.dumps(_event(plain + singles + i, rng)) for i in range(batched)],
+            DEMO_STREAM,
+            [json.dumps(_event(plain + singles + i, rng)) for i in range(batched)],
             partition=0,
         )
         publish_s = time.monotonic() - t0
-        print(f"published {events} events in {publish_s:.2f}s: {plain} plain NATS, "
-              f"{len(acks)} acked singles, 1 producer batch of {batched}")
+        print(
+            f"published {events} events in {publish_s:.2f}s: {plain} plain NATS, "
+            f"{len(acks)} acked singles, 1 producer batch of {batched}"
+        )
         rows = await _read_back(client, events)
         since = await client.fetch(DEMO_STREAM, 0, timestamp_ms=wall_start_ms, max_records=1)
     return {
         "events_published": events,
         "events_read_back": len(rows),
-        "producer_batch_ack": {"partition": batch_ack.partition, "offset": batch_ack.offset,
-                               "count": batch_ack.count} if batch_ack else None,
+        "producer_batch_ack": {
+            "partition": batch_ack.partition,
+            "offset": batch_ack.offset,
+            "count": batch_ack.count,
+        }
+        if batch_ack
+        else None,
         "per_partition": dict(sorted(Counter(r["partition"] for r in rows).items())),
         "first_offset_by_time": since.records[0].offset if since.records else None,
         "publish_seconds": round(publish_s, 3),
@@ -129,16 +144,19 @@ def _spark_query(rows: list[dict[str, Any]]) -> None:
 
     print("starting Spark (local[2]) for a query over the stream ...", flush=True)
     spark = (
-        SparkSession.builder.master("local[2]").appName("liftlog-demo")
-        .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+        SparkSession.builder.master("local[2]")
+        .appName("liftlog-demo")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
     try:
         df = spark.createDataFrame(pa.Table.from_pylist(rows).to_pandas())
         result = (
-            df.groupBy("city").agg(F.count("*").alias("orders"), F.round(F.sum("amount"), 2)
-                                   .alias("revenue"))
+            df.groupBy("city")
+            .agg(F.count("*").alias("orders"), F.round(F.sum("amount"), 2).alias("revenue"))
             .orderBy(F.desc("revenue"))
         )
         print("revenue by city (Spark):")

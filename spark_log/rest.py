@@ -23,7 +23,7 @@ DEFAULT_REST_TIMEOUT_S = 30.0
 @dataclass(frozen=True)
 class RestResponse:
     status: int
-    headers: dict[str, str]
+    headers: dict[str, str]  # names lower-cased
     body: bytes
 
     def json(self) -> Any:
@@ -71,7 +71,8 @@ class RestClient:
             req = urllib.request.Request(url, data=data, method=method, headers=hdrs)
             try:
                 with urllib.request.urlopen(req, timeout=timeout_s or self.timeout_s) as resp:
-                    return RestResponse(resp.status, dict(resp.headers.items()), resp.read())
+                    headers = {k.lower(): v for k, v in resp.headers.items()}
+                    return RestResponse(resp.status, headers, resp.read())
             except urllib.error.HTTPError as exc:
                 raise _typed_error(exc) from None
             except (urllib.error.URLError, OSError) as exc:

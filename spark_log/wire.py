@@ -9,19 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from spark_log.errors import (
-    CorruptRecordError,
-    ExpectedOffsetMismatchError,
-    InvalidRequestError,
-    LiftlogError,
-    NotEnoughReplicasError,
-    NotLeaderError,
-    RecordTooLargeError,
-    RequestTimeoutError,
-    StreamNotFoundError,
-    StreamPausedError,
-    UnavailableError,
-)
+from spark_log import errors as errors_module
+from spark_log.errors import InvalidRequestError, LiftlogError
 
 HEADER_KEY = "Liftlog-Key"
 HEADER_ACK = "Liftlog-Ack"
@@ -33,21 +22,19 @@ BATCH_FORMAT_ARROW = "arrow"
 
 ARROW_STREAM_MEDIA_TYPE = "application/vnd.apache.arrow.stream"
 
-_ERRORS_BY_CODE: dict[str, type[LiftlogError]] = {
-    cls.code: cls
-    for cls in (
-        CorruptRecordError,
-        ExpectedOffsetMismatchError,
-        InvalidRequestError,
-        NotEnoughReplicasError,
-        NotLeaderError,
-        RecordTooLargeError,
-        RequestTimeoutError,
-        StreamNotFoundError,
-        StreamPausedError,
-        UnavailableError,
-    )
-}
+def _core_errors() -> dict[str, type[LiftlogError]]:
+    """Every typed error of the core, by code (the codes REST bodies and acks carry)."""
+    found: dict[str, type[LiftlogError]] = {}
+    pending = list(LiftlogError.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls.__module__ == errors_module.__name__:
+            found.setdefault(cls.code, cls)
+    return found
+
+
+_ERRORS_BY_CODE = _core_errors()
 
 
 def ack_prefix(stream: str, partition: int) -> bytes:
@@ -62,7 +49,9 @@ def encode_ack(prefix: bytes, offset: int, count: int | None = None) -> bytes:
     return prefix + b'%d,"count":%d}' % (offset, count)
 
 
-def encode_error(error: LiftlogError, stream: str | None = None, partition: int | None = None) -> bytes:
+def encode_error(
+    error: LiftlogError, stream: str | None = None, partition: int | None = None
+) -> bytes:
     """Error ack; ``stream``/``partition`` let a client tell apart streams sharing a subject."""
     body: dict[str, Any] = error.to_json()
     if stream is not None:

@@ -50,13 +50,15 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        parts = [
-            f"{'.'.join(str(p) for p in err.get('loc', ()) if p != 'body') or 'body'}: {err.get('msg')}"
-            for err in exc.errors()
-        ]
+        parts = [f"{_location(err)}: {err.get('msg')}" for err in exc.errors()]
         return JSONResponse(error_body("invalid_request", "; ".join(parts)), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
+
+
+def _location(err: dict) -> str:
+    """``query.offset`` style location of a validation error (``body`` itself left out)."""
+    return ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"

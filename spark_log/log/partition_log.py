@@ -585,7 +585,7 @@ class PartitionLog:
                 return 0
             with self._lock:
                 self._segments = self._segments[count:]
-            pass
+            self._epochs.truncate_from_start(self.log_start_offset)
             for segment in segments[:count]:
                 segment.delete()
             logger.info(

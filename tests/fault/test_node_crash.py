@@ -18,8 +18,14 @@ PUBLISHERS = 32
 ACKED_BEFORE_KILL = 3000
 
 
-async def _publisher(client: Client, stream: str, worker: int, acked: dict[str, int],
-                     stop: asyncio.Event, enough: asyncio.Event) -> None:
+async def _publisher(
+    client: Client,
+    stream: str,
+    worker: int,
+    acked: dict[str, int],
+    stop: asyncio.Event,
+    enough: asyncio.Event,
+) -> None:
     seq = 0
     while not stop.is_set():
         value = f"w{worker}-{seq}"
@@ -36,8 +42,10 @@ async def _publisher(client: Client, stream: str, worker: int, acked: dict[str, 
 def _read_all(api: httpx.Client, stream: str) -> list[dict]:
     records, offset = [], 0
     while True:
-        body = api.get(f"/v1/streams/{stream}/partitions/0/records",
-                       params={"offset": offset, "max_records": 10000, "encoding": "utf-8"}).json()
+        body = api.get(
+            f"/v1/streams/{stream}/partitions/0/records",
+            params={"offset": offset, "max_records": 10000, "encoding": "utf-8"},
+        ).json()
         if not body["records"]:
             return records
         records.extend(body["records"])
@@ -51,8 +59,10 @@ async def test_kill9_while_publishing_loses_nothing_acknowledged(make_node, stre
     acked: dict[str, int] = {}
     stop, enough = asyncio.Event(), asyncio.Event()
     async with Client(node.api_url, ack_timeout_s=2) as client:
-        workers = [asyncio.create_task(_publisher(client, stream_name, w, acked, stop, enough))
-                   for w in range(PUBLISHERS)]
+        workers = [
+            asyncio.create_task(_publisher(client, stream_name, w, acked, stop, enough))
+            for w in range(PUBLISHERS)
+        ]
         await asyncio.wait_for(enough.wait(), 60)
         node.kill()  # SIGKILL mid-stream: no flush, no clean shutdown
         acked_at_kill = dict(acked)
@@ -93,13 +103,17 @@ def test_restart_keeps_streams_and_records(make_node, stream_name):
     node = make_node()
     with httpx.Client(base_url=node.api_url, timeout=30) as api:
         create_stream(api, stream_name, partitions=2)
-        api.post(f"/v1/streams/{stream_name}/partitions/1/records",
-                 json={"records": [{"value": "kept"}]}, params={"encoding": "utf-8"})
+        api.post(
+            f"/v1/streams/{stream_name}/partitions/1/records",
+            json={"records": [{"value": "kept"}]},
+            params={"encoding": "utf-8"},
+        )
     node.stop()
     node.start()
     with httpx.Client(base_url=node.api_url, timeout=30) as api:
         wait_for(lambda: api.get(f"/v1/streams/{stream_name}").status_code == 200, 10)
-        body = api.get(f"/v1/streams/{stream_name}/partitions/1/records",
-                       params={"encoding": "utf-8"}).json()
+        body = api.get(
+            f"/v1/streams/{stream_name}/partitions/1/records", params={"encoding": "utf-8"}
+        ).json()
     assert [r["value"] for r in body["records"]] == ["kept"]
     assert os.path.isdir(node.config.data_dir)

@@ -21,11 +21,14 @@ NODE_ZK_SESSION_TIMEOUT_S = 4.0
 NodeFactory = Callable[..., NodeProcess]
 
 
-def _node_factory(zookeeper: Any, nats_server: Any, root: Path, zk_root: str) -> Iterator[NodeFactory]:
+def _node_factory(
+    zookeeper: Any, nats_server: Any, root: Path, zk_root: str
+) -> Iterator[NodeFactory]:
     started: list[NodeProcess] = []
 
-    def make(broker_id: int = 1, *, log: LogConfig | None = None, start: bool = True,
-             **overrides: Any) -> NodeProcess:
+    def make(
+        broker_id: int = 1, *, log: LogConfig | None = None, start: bool = True, **overrides: Any
+    ) -> NodeProcess:
         config = NodeConfig(
             broker_id=broker_id,
             data_dir=str(root / f"node-{broker_id}"),
@@ -55,7 +58,9 @@ def make_node(zookeeper: Any, nats_server: Any, tmp_path: Path) -> Iterator[Node
 
 
 @pytest.fixture(scope="module")
-def node(zookeeper: Any, nats_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
+def node(
+    zookeeper: Any, nats_server: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[NodeProcess]:
     """One node shared by a test module (tests use their own stream names)."""
     root = tmp_path_factory.mktemp("node")
     factory = _node_factory(zookeeper, nats_server, root, f"/liftlog-{uuid.uuid4().hex[:12]}")
@@ -84,14 +89,17 @@ def stream_name(request: pytest.FixtureRequest) -> str:
     return f"{base}-{uuid.uuid4().hex[:6]}"
 
 
-def create_stream(api: httpx.Client, name: str, subject: str | None = None, **spec: Any) -> dict[str, Any]:
+def create_stream(
+    api: httpx.Client, name: str, subject: str | None = None, **spec: Any
+) -> dict[str, Any]:
     resp = api.post("/v1/streams", json={"name": name, "subject": subject or f"{name}.in", **spec})
     assert resp.status_code == 201, resp.text
     return resp.json()
 
 
 def fetch(api: httpx.Client, name: str, partition: int = 0, **params: Any) -> dict[str, Any]:
-    resp = api.get(f"/v1/streams/{name}/partitions/{partition}/records",
-                   params={"encoding": "utf-8", **params})
+    resp = api.get(
+        f"/v1/streams/{name}/partitions/{partition}/records", params={"encoding": "utf-8", **params}
+    )
     assert resp.status_code == 200, resp.text
     return resp.json()

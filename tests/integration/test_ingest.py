@@ -15,7 +15,9 @@ from tests.integration.conftest import create_stream, fetch
 from tests.waiting import wait_for
 
 
-async def _request(nc: nats.NATS, subject: str, data: bytes, headers: dict[str, str] | None = None) -> dict:
+async def _request(
+    nc: nats.NATS, subject: str, data: bytes, headers: dict[str, str] | None = None
+) -> dict:
     msg = await nc.request(subject, data, timeout=10, headers=headers)
     return json.loads(msg.data)
 
@@ -135,8 +137,10 @@ async def test_producer_batch_one_ack_covers_offsets(api, node, stream_name):
     async with Client(node.api_url) as client:
         await client.publish(stream_name, b"single")
         ack = await client.publish_batch(
-            stream_name, [f"b{i}".encode() for i in range(500)],
-            keys=[f"k{i % 3}" for i in range(500)], headers=[{"h": str(i)} for i in range(500)],
+            stream_name,
+            [f"b{i}".encode() for i in range(500)],
+            keys=[f"k{i % 3}" for i in range(500)],
+            headers=[{"h": str(i)} for i in range(500)],
         )
         assert (ack.offset, ack.count) == (1, 500)
         dup = await client.publish_batch(stream_name, [b"a", b"b"], msg_id="batch-1")
@@ -188,12 +192,15 @@ async def test_slow_consumer_drops_are_counted(make_node, nats_server, stream_na
 
         def drops() -> float:
             text = api.get("/metrics").text
-            found = re.findall(r'liftlog_slow_consumer_drops_total\{[^}]*\} ([0-9.e+]+)', text)
+            found = re.findall(r"liftlog_slow_consumer_drops_total\{[^}]*\} ([0-9.e+]+)", text)
             return sum(float(v) for v in found)
 
         await nc.drain()
         wait_for(lambda: drops() > 0, 15, message="slow-consumer drops counted")
         # every message is either recorded or counted as dropped: nothing is lost silently
-        wait_for(lambda: fetch(api, stream_name)["high_watermark"] + drops() == 40_000, 30,
-                 message="recorded + dropped == published")
+        wait_for(
+            lambda: fetch(api, stream_name)["high_watermark"] + drops() == 40_000,
+            30,
+            message="recorded + dropped == published",
+        )
         assert "slow consumer" in node.log_path.read_text()

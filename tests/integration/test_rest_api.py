@@ -36,11 +36,14 @@ def test_bad_create_requests_get_clear_errors(api, stream_name):
     assert bad_subject.json()["error"]["code"] == "invalid_request"
     bad_name = api.post("/v1/streams", json={"name": "no spaces", "subject": "a"})
     assert bad_name.status_code == 400
-    too_many = api.post("/v1/streams", json={"name": stream_name, "subject": "a",
-                                             "replication_factor": 3})
+    too_many = api.post(
+        "/v1/streams", json={"name": stream_name, "subject": "a", "replication_factor": 3}
+    )
     assert too_many.status_code == 400
     assert "replication factor" in too_many.json()["error"]["message"]
-    not_json = api.post("/v1/streams", content=b"{nope", headers={"content-type": "application/json"})
+    not_json = api.post(
+        "/v1/streams", content=b"{nope", headers={"content-type": "application/json"}
+    )
     assert not_json.status_code == 422
     assert api.get("/v1/streams").status_code == 200
 
@@ -48,12 +51,22 @@ def test_bad_create_requests_get_clear_errors(api, stream_name):
 def test_list_describe_delete_removes_data(api, node, stream_name):
     created = create_stream(api, stream_name)
     assert created["partitions"][0] | {"high_watermark": 0} == {
-        "partition": 0, "leader": 1, "leader_epoch": 0, "replicas": [1], "isr": [1],
-        "high_watermark": 0, "log_end_offset": 0, "log_start_offset": 0, "lake_offset": None,
+        "partition": 0,
+        "leader": 1,
+        "leader_epoch": 0,
+        "replicas": [1],
+        "isr": [1],
+        "high_watermark": 0,
+        "log_end_offset": 0,
+        "log_start_offset": 0,
+        "lake_offset": None,
         "offline": False,
     }
-    api.post(f"/v1/streams/{stream_name}/partitions/0/records",
-             json={"records": [{"value": "v"}]}, params={"encoding": "utf-8"})
+    api.post(
+        f"/v1/streams/{stream_name}/partitions/0/records",
+        json={"records": [{"value": "v"}]},
+        params={"encoding": "utf-8"},
+    )
     names = [s["name"] for s in api.get("/v1/streams").json()["streams"]]
     assert stream_name in names
     described = api.get(f"/v1/streams/{stream_name}").json()
@@ -64,8 +77,9 @@ def test_list_describe_delete_removes_data(api, node, stream_name):
     assert not any(d.startswith(f"{stream_name}@") for d in os.listdir(data_root))
     missing = api.get(f"/v1/streams/{stream_name}")
     assert missing.status_code == 404
-    assert missing.json() == {"error": {"code": "stream_not_found",
-                                        "message": missing.json()["error"]["message"]}}
+    assert missing.json() == {
+        "error": {"code": "stream_not_found", "message": missing.json()["error"]["message"]}
+    }
     assert api.delete(f"/v1/streams/{stream_name}").status_code == 404
     # a stream re-created with the same name starts empty
     create_stream(api, stream_name)
@@ -76,24 +90,36 @@ def test_publish_and_fetch_json_and_arrow(api, stream_name):
     create_stream(api, stream_name)
     resp = api.post(
         f"/v1/streams/{stream_name}/partitions/0/records",
-        json={"records": [{"key": base64.b64encode(b"k").decode(),
-                           "value": base64.b64encode(b"\x00\x01").decode(),
-                           "headers": {"h": "1"}},
-                          {"value": base64.b64encode(b"two").decode()}]},
+        json={
+            "records": [
+                {
+                    "key": base64.b64encode(b"k").decode(),
+                    "value": base64.b64encode(b"\x00\x01").decode(),
+                    "headers": {"h": "1"},
+                },
+                {"value": base64.b64encode(b"two").decode()},
+            ]
+        },
     )
     assert resp.status_code == 200, resp.text
     assert resp.json()["offsets"] == [0, 1]
     arrow_body = encode_producer_batch([b"a", b"b", b"c"], [b"x", None, b"z"])
-    resp = api.post(f"/v1/streams/{stream_name}/partitions/0/records", content=arrow_body,
-                    headers={"content-type": "application/vnd.apache.arrow.stream"})
+    resp = api.post(
+        f"/v1/streams/{stream_name}/partitions/0/records",
+        content=arrow_body,
+        headers={"content-type": "application/vnd.apache.arrow.stream"},
+    )
     assert resp.json()["offsets"] == [2, 3, 4]
     body = api.get(f"/v1/streams/{stream_name}/partitions/0/records", params={"offset": 0}).json()
     assert base64.b64decode(body["records"][0]["value"]) == b"\x00\x01"
     assert base64.b64decode(body["records"][0]["key"]) == b"k"
     assert body["records"][0]["headers"]["h"] == "1"
     assert body["high_watermark"] == 5
-    arrow = api.get(f"/v1/streams/{stream_name}/partitions/0/records",
-                    params={"offset": 2}, headers={"accept": "application/vnd.apache.arrow.stream"})
+    arrow = api.get(
+        f"/v1/streams/{stream_name}/partitions/0/records",
+        params={"offset": 2},
+        headers={"accept": "application/vnd.apache.arrow.stream"},
+    )
     table = pa.ipc.open_stream(arrow.content).read_all()
     assert table.column("offset").to_pylist() == [2, 3, 4]
     assert table.column("key").to_pylist() == [b"x", None, b"z"]
@@ -103,12 +129,18 @@ def test_publish_and_fetch_json_and_arrow(api, stream_name):
 def test_fetch_limits_timestamp_and_ranges(api, stream_name):
     create_stream(api, stream_name)
     url = f"/v1/streams/{stream_name}/partitions/0/records"
-    api.post(url, json={"records": [{"value": f"early-{i}"} for i in range(5)]},
-             params={"encoding": "utf-8"})
+    api.post(
+        url,
+        json={"records": [{"value": f"early-{i}"} for i in range(5)]},
+        params={"encoding": "utf-8"},
+    )
     middle = int(time.time() * 1000) + 1
     wait_for(lambda: int(time.time() * 1000) > middle, 1)  # later appends get later timestamps
-    api.post(url, json={"records": [{"value": f"late-{i}"} for i in range(5)]},
-             params={"encoding": "utf-8"})
+    api.post(
+        url,
+        json={"records": [{"value": f"late-{i}"} for i in range(5)]},
+        params={"encoding": "utf-8"},
+    )
     assert len(fetch(api, stream_name, offset=0, max_records=3)["records"]) == 3
     by_time = fetch(api, stream_name, timestamp=middle)["records"]
     assert by_time[0]["value"] == "late-0"
@@ -155,8 +187,12 @@ def test_publish_errors(api, stream_name):
     assert too_big.status_code == 413
     assert api.post(url, json={"records": [{"value": "!!"}]}).status_code == 400  # not base64
     assert api.post(url, json={"records": []}).status_code == 400
-    assert api.post(url, content=b"junk",
-                    headers={"content-type": "application/vnd.apache.arrow.stream"}).status_code == 400
+    assert (
+        api.post(
+            url, content=b"junk", headers={"content-type": "application/vnd.apache.arrow.stream"}
+        ).status_code
+        == 400
+    )
     assert api.post(url, json={"records": [{"value": "AA==", "extra": 1}]}).status_code == 400
     assert fetch(api, stream_name)["high_watermark"] == 0
 

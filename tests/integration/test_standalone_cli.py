@@ -19,7 +19,11 @@ STARTUP_TIMEOUT_S = 90
 def _cli(*args: str, server: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "spark_log.cli", *args, "--server", server],
-        input=stdin, capture_output=True, text=True, timeout=60, check=False,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
@@ -46,10 +50,23 @@ class Standalone:
         self.api_port = free_port()
         self.lines: list[str] = []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "spark_log.cli", "standalone", "--data-dir", str(data_dir),
-             "--nats-port", str(free_port()), "--zk-port", str(free_port()),
-             "--api-port", str(self.api_port)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [
+                sys.executable,
+                "-m",
+                "spark_log.cli",
+                "standalone",
+                "--data-dir",
+                str(data_dir),
+                "--nats-port",
+                str(free_port()),
+                "--zk-port",
+                str(free_port()),
+                "--api-port",
+                str(self.api_port),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
 
     @property
@@ -84,23 +101,39 @@ def test_standalone_cli_end_to_end_and_restart(data_dir: Path):
         for endpoint in ("nats", "zookeeper", "node-1"):
             assert endpoint in text
         server = stack.server
-        created = _cli("stream", "create", "clicks", "--subject", "clicks.in", "--partitions", "2",
-                       server=server)
+        created = _cli(
+            "stream",
+            "create",
+            "clicks",
+            "--subject",
+            "clicks.in",
+            "--partitions",
+            "2",
+            server=server,
+        )
         assert created.returncode == 0, created.stderr
         assert "created" in created.stdout
-        published = _cli("publish", "clicks", "--partition", "1", server=server,
-                         stdin="one\ntwo\nthree\n")
+        published = _cli(
+            "publish", "clicks", "--partition", "1", server=server, stdin="one\ntwo\nthree\n"
+        )
         assert published.returncode == 0, published.stderr
         assert "clicks/1 offset=2" in published.stdout
         tail = _cli("tail", "clicks", "--partition", "1", server=server)
-        assert [line.split("\t")[-1] for line in tail.stdout.splitlines()] == ["one", "two", "three"]
+        assert [line.split("\t")[-1] for line in tail.stdout.splitlines()] == [
+            "one",
+            "two",
+            "three",
+        ]
         described = _cli("stream", "describe", "clicks", server=server)
         assert "PARTITION" in described.stdout and "clicks.in" in described.stdout
         missing = _cli("stream", "describe", "nope", server=server)
         assert missing.returncode == 1 and "stream_not_found" in missing.stderr
         assert stack.stop() == 0
-        wait_for(lambda: not _processes_mentioning(str(data_dir)), 30,
-                 message="no process of the stack left")
+        wait_for(
+            lambda: not _processes_mentioning(str(data_dir)),
+            30,
+            message="no process of the stack left",
+        )
         stack = Standalone(data_dir)
         stack.wait_ready()
         listed = _cli("stream", "list", server=stack.server)
@@ -115,7 +148,12 @@ def test_standalone_cli_end_to_end_and_restart(data_dir: Path):
 def test_node_command_rejects_unknown_config_keys(tmp_path: Path):
     config = tmp_path / "node.toml"
     config.write_text('broker_id = 1\ndata_dir = "/tmp/x"\nzk_conect = "127.0.0.1:2181"\n')
-    result = subprocess.run([sys.executable, "-m", "spark_log.cli", "node", "--config", str(config)],
-                            capture_output=True, text=True, timeout=60, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "spark_log.cli", "node", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 2
     assert "zk_conect" in result.stderr

@@ -27,7 +27,9 @@ def test_purgatory_releases_in_offset_order():
     failed: list[str] = []
     purgatory = Purgatory()
     for end in (1, 3, 7):
-        purgatory.add(PendingAck(end, lambda e=end: done.append(e), lambda exc: failed.append(exc.code)))
+        purgatory.add(
+            PendingAck(end, lambda e=end: done.append(e), lambda exc: failed.append(exc.code))
+        )
     assert purgatory.release(3) == 2
     assert done == [1, 3]
     purgatory.fail_all(NotLeaderError("gone"))

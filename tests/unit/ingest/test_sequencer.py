@@ -14,9 +14,15 @@ SPEC = StreamSpec(name="s", subject="s.in")
 
 
 def _req(value: bytes, **kw) -> ProduceRequest:
-    return ProduceRequest(subject="s.in", reply=None, ack_policy="all",
-                          msg_id=kw.pop("msg_id", None), expected_offset=kw.pop("expected", None),
-                          value=value, **kw)
+    return ProduceRequest(
+        subject="s.in",
+        reply=None,
+        ack_policy="all",
+        msg_id=kw.pop("msg_id", None),
+        expected_offset=kw.pop("expected", None),
+        value=value,
+        **kw,
+    )
 
 
 def _sequencer() -> tuple[Sequencer, list]:
@@ -35,15 +41,22 @@ def test_offsets_are_dense_and_batches_keep_arrival_order():
     data = b"".join(cycle.batches)
     headers = [h for h, _ in iter_batches(data)]
     assert [(h.base_offset, h.record_count, h.leader_epoch) for h in headers] == [
-        (10, 1, 3), (11, 2, 3), (13, 1, 3)]
+        (10, 1, 3),
+        (11, 2, 3),
+        (13, 1, 3),
+    ]
     values = [r.value for r in records_from_batches(data, 10, 14, 100)]
     assert values == [b"a", b"b1", b"b2", b"c"]
 
 
 def test_duplicates_and_expected_offsets():
     seq, errors = _sequencer()
-    items = [_req(b"a", msg_id="m1"), _req(b"a2", msg_id="m1"), _req(b"b", expected=1),
-             _req(b"c", expected=5)]
+    items = [
+        _req(b"a", msg_id="m1"),
+        _req(b"a2", msg_id="m1"),
+        _req(b"b", expected=1),
+        _req(b"c", expected=5),
+    ]
     cycle = seq.sequence(items, next_offset=0, leader_epoch=0, now=1000)
     assert [(s.offset, s.duplicate) for s in cycle.sequenced] == [(0, False), (0, True), (1, False)]
     assert [e.code for _r, e in errors] == ["expected_offset_mismatch"]

@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -197,6 +197,7 @@ class PartitionLogMachine(RuleBasedStateMachine):
             retention_messages=limits.retention_messages,
             max_deletable_offset=lake,
         )
+        event(f"retention: {len(stats)} segments, deleted {min(deleted, 2)}+")
         assert deleted == expected
         if deleted:
             new_start = stats[deleted].base_offset

@@ -1,0 +1,54 @@
+"""What the numbers were measured on: they mean little without the machine beside them."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+_MIB = 1024 * 1024
+
+
+def describe_machine(nats_server_version: str) -> dict[str, Any]:
+    cpus = os.cpu_count() or 0
+    memory_mib = _memory_mib()
+    model = _cpu_model()
+    return {
+        "cpus": cpus,
+        "cpu_model": model,
+        "memory_mib": memory_mib,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "nats_server": nats_server_version,
+        "nats_py": _version("nats-py"),
+        "pyarrow": _version("pyarrow"),
+        "summary": f"{cpus} CPUs, {model or 'unknown CPU'}, {memory_mib // 1024} GiB RAM, "
+                   f"Python {platform.python_version()}, nats-server {nats_server_version}, "
+                   f"nats-py {_version('nats-py')}",
+    }
+
+
+def _cpu_model() -> str | None:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    match = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
+    return match.group(1).strip() if match else None
+
+
+def _memory_mib() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // _MIB
+    except (ValueError, OSError):
+        return 0
+
+
+def _version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "unknown"

@@ -1,0 +1,34 @@
+"""Measurement 1: per-message acked throughput, one record per NATS message.
+
+``records`` publishes with a fixed window of ``ack_window`` in flight, the same loop for each
+side; throughput is acked records over the wall time of the whole window run.
+"""
+
+from __future__ import annotations
+
+from spark_log.bench.deadline import within
+from spark_log.bench.progress import Progress
+from spark_log.bench.publishers import Publisher
+from spark_log.bench.settings import WARMUP_MESSAGES, BenchSettings
+from spark_log.bench.stats import Throughput
+from spark_log.bench.window import WindowOutcome, run_window
+
+
+async def warm_up(publisher: Publisher, value: bytes, window: int) -> None:
+    """A few acked publishes first: connections, caches and the leader's first cycle are not
+    what the measurement is about."""
+    await run_window(WARMUP_MESSAGES, window, lambda: publisher.publish(value), WindowOutcome())
+
+
+async def measure_acked(
+    publisher: Publisher, value: bytes, settings: BenchSettings, progress: Progress
+) -> Throughput:
+    await warm_up(publisher, value, settings.ack_window)
+    outcome = WindowOutcome()
+    run = run_window(settings.records, settings.ack_window, lambda: publisher.publish(value),
+                     outcome)
+    async with progress.ticking(f"{publisher.label} acked", lambda: outcome.acked,
+                                settings.records):
+        await within(settings.phase_timeout_s, f"{publisher.label} per-message acked", run)
+    return Throughput(outcome.acked, len(value), outcome.seconds, outcome.failed,
+                      outcome.first_error)

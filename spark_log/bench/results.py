@@ -1,0 +1,75 @@
+"""The results of a run, per record size, and their JSON form (``--json``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from spark_log.bench.measure_fire_forget import FireForget
+from spark_log.bench.stats import Latency, Throughput
+
+LIFTLOG = "liftlog"
+JETSTREAM = "jetstream"
+JETSTREAM_SYNC = "jetstream_sync_always"
+COLUMN_TITLES = {
+    LIFTLOG: "Liftlog",
+    JETSTREAM: "JetStream",
+    JETSTREAM_SYNC: "JetStream sync=always",
+}
+
+
+@dataclass
+class SizeResult:
+    """Every figure for one record size; ``per_message`` and ``latency`` are keyed by side."""
+
+    record_bytes: int
+    per_message: dict[str, Throughput]
+    batches: Throughput
+    batch_records: int
+    latency: dict[str, Latency]
+    fire_forget: FireForget
+
+    @property
+    def batch_ratio(self) -> float:
+        """Liftlog batched records/s over JetStream's per-message records/s."""
+        js = self.per_message[JETSTREAM].records_per_s
+        return self.batches.records_per_s / js if js > 0 else 0.0
+
+    @property
+    def per_message_ratio(self) -> float:
+        """Liftlog per-message acked records/s over JetStream's (default sync) records/s."""
+        js = self.per_message[JETSTREAM].records_per_s
+        return self.per_message[LIFTLOG].records_per_s / js if js > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "record_bytes": self.record_bytes,
+            "per_message_acked": {k: v.to_json() for k, v in self.per_message.items()},
+            "per_message_ratio_liftlog_to_jetstream": round(self.per_message_ratio, 3),
+            "producer_batches": {
+                "records_per_batch": self.batch_records,
+                LIFTLOG: self.batches.to_json(),
+                "ratio_to_jetstream_per_message": round(self.batch_ratio, 2),
+            },
+            "latency": {k: v.to_json() for k, v in self.latency.items()},
+            "fire_and_forget": self.fire_forget.to_json(),
+        }
+
+
+@dataclass
+class BenchResult:
+    machine: dict[str, Any]
+    settings: dict[str, Any]
+    sizes: list[SizeResult] = field(default_factory=list)
+    node_peak_rss_mb: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self, verdicts: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "machine": self.machine,
+            "settings": self.settings,
+            "results": [s.to_json() for s in self.sizes],
+            "node_peak_rss_mb": round(self.node_peak_rss_mb, 1),
+            "targets": verdicts,
+            "notes": self.notes,
+        }
