@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-from spark_log.log import build_record_batch, encode_batch
 
 from ingest.dedup import DedupWindow
 from ingest.produce_request import ProduceRequest
@@ -26,6 +25,7 @@ from spark_log.errors import (
     NotEnoughReplicasError,
     StorageError,
 )
+from spark_log.log import build_record_batch, encode_batch
 from spark_log.stream_spec import StreamSpec
 from spark_log.wire import HEADER_BATCH_COUNT, HEADER_MSG_ID
 
@@ -236,21 +236,30 @@ class AckRouter:
 
 
 async def next_cycle(
-    queue: list[ProduceRequest], wakeup: asyncio.Event, timeout_s: float, max_records: int
+    queue: list[ProduceRequest],
+    wakeup: asyncio.Event,
+    timeout_s: float,
+    max_records: int,
+    max_bytes: int,
 ) -> list[ProduceRequest]:
-    """Wait for work (or the idle timeout) and take at most ``max_records`` requests."""
+    """Wait for work (or the idle timeout); take at most ``max_records``/``max_bytes``.
+
+    At least one request is taken when any is queued, so a request larger than the byte
+    bound still makes progress.
+    """
     if not queue:
         wakeup.clear()
         try:
             await asyncio.wait_for(wakeup.wait(), timeout_s)
         except TimeoutError:
             return []
-    taken, total = 0, 0
+    taken, records, size = 0, 0, 0
     for req in queue:
-        total += req.count
-        taken += 1
-        if total >= max_records:
+        records += req.count
+        size += req.size_bytes
+        if taken and (records > max_records or size > max_bytes):
             break
+        taken += 1
     items = queue[:taken]
     del queue[:taken]
     return items

@@ -231,9 +231,15 @@ class PartitionReplica:
             task.add_done_callback(self._pending_sends.discard)
 
     async def _run_writer(self) -> None:
-        limit = self.config.ingest.max_batch_records
+        limits = self.config.ingest
         while True:
-            items = await next_cycle(self._queue, self._wakeup, IDLE_WAKEUP_S, limit)
+            items = await next_cycle(
+                self._queue,
+                self._wakeup,
+                IDLE_WAKEUP_S,
+                limits.max_batch_records,
+                limits.max_batch_bytes,
+            )
             if len(self._queue) < self.config.ingest.pending_msgs_limit:
                 self._space.set()
             if items:
@@ -262,6 +268,9 @@ class PartitionReplica:
             self._go_offline(f"log append failed: {exc}")
             return
         self._count(cycle.batches, cycle.end_offset - start)
+        duplicates = sum(1 for item in cycle.sequenced if item.duplicate)
+        if duplicates:
+            self._metrics.duplicates.labels(*self._labels).inc(duplicates)
         self._advance_hw()
 
     def _count(self, batches: list[bytes], records: int) -> None:

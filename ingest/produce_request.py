@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from spark_log.log import RECORD_SCHEMA
 
 from spark_log.errors import InvalidRequestError, RecordTooLargeError
+from spark_log.log import RECORD_SCHEMA
 from spark_log.stream_spec import ACK_POLICIES, StreamSpec
 from spark_log.wire import (
     BATCH_FORMAT_ARROW,
@@ -45,6 +45,10 @@ class ProduceRequest:
     @property
     def count(self) -> int:
         return 1 if self.records is None else self.records.num_rows
+
+    @property
+    def size_bytes(self) -> int:
+        return len(self.value) if self.records is None else self.records.nbytes
 
 
 def request_from_nats(

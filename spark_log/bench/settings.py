@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spark_log.stream_spec import DEFAULT_MAX_RECORD_BYTES
 from spark_log.errors import InvalidRequestError
+from spark_log.stream_spec import DEFAULT_MAX_RECORD_BYTES
 
 DEFAULT_RECORDS = 50_000
 DEFAULT_SIZES: tuple[int, ...] = (100, 1024)

@@ -692,7 +692,7 @@ def _batch_range(
             continue
         if header.base_offset >= upper_offset:
             return begin, end, True
-        if end - begin + header.size > budget and not (must_take_one and begin == end):
+        if end - begin + header.size > budget + 300 and not (must_take_one and begin == end):
             return begin, end, True
         end = position + header.size
     return begin, end, False

@@ -63,3 +63,17 @@ def test_duplicates_and_expected_offsets():
     assert cycle.end_offset == 2
     later = seq.sequence([_req(b"again", msg_id="m1")], next_offset=2, leader_epoch=0, now=2000)
     assert later.sequenced[0].duplicate and later.batches == []
+
+
+async def test_next_cycle_bounds_records_and_bytes():
+    import asyncio
+
+    from ingest.leader import next_cycle
+
+    queue = [_req(b"x" * 100) for _ in range(10)]
+    wakeup = asyncio.Event()
+    assert len(await next_cycle(queue, wakeup, 0.01, max_records=4, max_bytes=10_000)) == 4
+    assert len(await next_cycle(queue, wakeup, 0.01, max_records=100, max_bytes=250)) == 2
+    big = [_req(b"x" * 1000)]
+    assert len(await next_cycle(big, wakeup, 0.01, max_records=100, max_bytes=10)) == 1
+    assert await next_cycle([], wakeup, 0.01, max_records=1, max_bytes=1) == []

@@ -81,6 +81,7 @@ class Model:
         self.batches = []
         self.epochs = []
         self.hw = offset
+        self.checkpointed_hw = min(self.checkpointed_hw, offset)
 
     def drop_before(self, offset: int) -> None:
         self.log_start = offset
@@ -162,7 +163,6 @@ class PartitionLogMachine(RuleBasedStateMachine):
     def truncate_fully(self, offset: int) -> None:
         self.log.truncate_fully_and_start_at(offset)
         self.model.start_at(offset)
-        self.model.checkpointed_hw = min(self.model.checkpointed_hw, offset)
 
     @rule(data=st.data())
     def set_high_watermark(self, data: st.DataObject) -> None:
@@ -182,14 +182,22 @@ class PartitionLogMachine(RuleBasedStateMachine):
 
     @rule(
         kind=st.sampled_from(["ms", "bytes", "messages"]),
-        limit=st.integers(0, 3000),
+        fraction=st.floats(0, 1.2),
         lake=st.none() | st.integers(0, 300),
-        advance_ms=st.integers(0, 3000),
+        commit_all=st.booleans(),
     )
-    def retention(self, kind: str, limit: int, lake: int | None, advance_ms: int) -> None:
-        self.clock.now_ms = self.next_ts + advance_ms
+    def retention(self, kind: str, fraction: float, lake: int | None, commit_all: bool) -> None:
+        if commit_all:
+            self.log.set_high_watermark(self.model.leo)
+            self.model.hw = self.model.leo
+        self.clock.now_ms = self.next_ts
         stats = self._segment_stats()
-        limits = RetentionLimits(**{f"retention_{kind}": limit})
+        scale = {
+            "ms": 50 * len(self.model.batches),
+            "bytes": sum(s.size_bytes for s in stats),
+            "messages": self.model.leo - self.model.log_start,
+        }[kind]
+        limits = RetentionLimits(**{f"retention_{kind}": int(fraction * scale)})
         expected = retention_model(stats, limits, self.clock.now_ms, self.model.hw, lake)
         deleted = self.log.delete_old_segments(
             retention_ms=limits.retention_ms,
@@ -197,7 +205,7 @@ class PartitionLogMachine(RuleBasedStateMachine):
             retention_messages=limits.retention_messages,
             max_deletable_offset=lake,
         )
-        event(f"retention: {len(stats)} segments, deleted {min(deleted, 2)}+")
+        event(f"retention deleted {min(deleted, 2)}+ segments")
         assert deleted == expected
         if deleted:
             new_start = stats[deleted].base_offset
@@ -314,8 +322,8 @@ class PartitionLogMachine(RuleBasedStateMachine):
 
 
 PartitionLogMachine.TestCase.settings = settings(
-    max_examples=45,
-    stateful_step_count=30,
+    max_examples=40,
+    stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )

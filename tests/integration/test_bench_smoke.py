@@ -1,0 +1,79 @@
+"""``liftlog bench`` end to end with a tiny record count: every figure present, nothing lost.
+
+No timing assertions (the benchmark prints numbers, it does not assert them); this only
+checks that each measurement ran, produced positive figures, lost no record and stopped
+every process it started.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from spark_log.bench.runner import run_bench
+from spark_log.embedded.process import live_children
+
+SMOKE_RECORDS = 2000
+SMOKE_SIZE = 100
+SIDES = ("liftlog", "jetstream", "jetstream_sync_always")
+
+
+@pytest.fixture(scope="module")
+def bench_json(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = tmp_path_factory.mktemp("bench") / "results.json"
+    assert run_bench(records=SMOKE_RECORDS, sizes=[SMOKE_SIZE], json_path=out) == 0
+    return json.loads(Path(out).read_text())
+
+
+@pytest.mark.timeout(60)
+def test_every_process_is_stopped(bench_json):
+    assert bench_json["results"]
+    assert live_children() == []
+
+
+def test_per_message_acked_on_every_side(bench_json):
+    (result,) = bench_json["results"]
+    assert result["record_bytes"] == SMOKE_SIZE
+    for side in SIDES:
+        figures = result["per_message_acked"][side]
+        assert figures["records"] == SMOKE_RECORDS, side
+        assert figures["failed"] == 0, (side, figures["first_error"])
+        assert figures["records_per_s"] > 0 and figures["mb_per_s"] > 0, side
+    assert result["per_message_ratio_liftlog_to_jetstream"] > 0
+
+
+def test_producer_batches(bench_json):
+    batches = bench_json["results"][0]["producer_batches"]
+    assert batches["records_per_batch"] > 0
+    assert batches["liftlog"]["failed"] == 0
+    assert batches["liftlog"]["records"] >= SMOKE_RECORDS
+    assert batches["liftlog"]["records_per_s"] > 0 and batches["liftlog"]["mb_per_s"] > 0
+    assert batches["ratio_to_jetstream_per_message"] > 0
+
+
+def test_latency_on_every_side(bench_json):
+    latency = bench_json["results"][0]["latency"]
+    for side in SIDES:
+        figures = latency[side]
+        assert figures["count"] > 0 and figures["failed"] == 0, side
+        assert 0 < figures["p50_ms"] <= figures["p99_ms"] <= figures["max_ms"], side
+
+
+def test_fire_and_forget_loses_nothing(bench_json):
+    ff = bench_json["results"][0]["fire_and_forget"]
+    assert ff["published"] == SMOKE_RECORDS
+    assert ff["recorded"] == SMOKE_RECORDS
+    assert ff["subscriber_counted"] == SMOKE_RECORDS
+    assert ff["drops"] == 0 and ff["slow_consumer_drops"] == 0
+    for key in ("liftlog_records_per_s", "subscriber_records_per_s", "ratio",
+                "publisher_records_per_s"):
+        assert ff[key] > 0, key
+
+
+def test_node_rss_and_targets(bench_json):
+    assert bench_json["node_peak_rss_mb"] > 0
+    assert bench_json["machine"]["cpus"] >= 1
+    targets = bench_json["targets"]
+    assert targets and all(isinstance(t["met"], bool) for t in targets)
