@@ -66,15 +66,49 @@ def request_from_nats(
     if hdrs.get(HEADER_BATCH) is not None:
         req.records = _decode_producer_batch(hdrs[HEADER_BATCH], data, spec)
         return req
-    if len(data) > spec.max_record_bytes:
-        raise RecordTooLargeError(
-            f"record of {len(data)} bytes exceeds max_record_bytes {spec.max_record_bytes}"
-        )
+    check_record_size(len(data), spec)
     key = hdrs.get(HEADER_KEY)
     req.key = key.encode() if key is not None else None
     req.value = data
     req.headers = headers or None
     return req
+
+
+def local_request(
+    subject: str,
+    ack_policy: str,
+    *,
+    key: bytes | None = None,
+    value: bytes = b"",
+    headers: dict[str, str] | None = None,
+    records: pa.Table | None = None,
+) -> ProduceRequest:
+    """A request that did not come from NATS (REST): no reply subject, no dedup, no CAS."""
+    return ProduceRequest(
+        subject=subject,
+        reply=None,
+        ack_policy=ack_policy,
+        msg_id=None,
+        expected_offset=None,
+        key=key,
+        value=value,
+        headers=headers,
+        records=records,
+    )
+
+
+def check_record_size(size: int, spec: StreamSpec) -> None:
+    if size > spec.max_record_bytes:
+        raise RecordTooLargeError(
+            f"record of {size} bytes exceeds max_record_bytes {spec.max_record_bytes}"
+        )
+
+
+def decode_arrow_stream(data: bytes, what: str) -> pa.Table:
+    try:
+        return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InvalidRequestError(f"{what} is not a valid Arrow IPC stream: {exc}") from exc
 
 
 def ack_policy_or_default(value: str | None, spec: StreamSpec) -> str:
@@ -105,11 +139,7 @@ def _expected_offset(value: str | None) -> int | None:
 def _decode_producer_batch(fmt: str, data: bytes, spec: StreamSpec) -> pa.Table:
     if fmt.strip().lower() != BATCH_FORMAT_ARROW:
         raise InvalidRequestError(f"{HEADER_BATCH} format {fmt!r} is not supported; use 'arrow'")
-    try:
-        table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InvalidRequestError(f"producer batch is not a valid Arrow IPC stream: {exc}") from exc
-    return normalize_batch_table(table, spec)
+    return normalize_batch_table(decode_arrow_stream(data, "producer batch"), spec)
 
 
 def normalize_batch_table(table: pa.Table, spec: StreamSpec) -> pa.Table:
@@ -139,9 +169,5 @@ def normalize_batch_table(table: pa.Table, spec: StreamSpec) -> pa.Table:
         raise InvalidRequestError(f"producer batch has a column of the wrong type: {exc}") from exc
     if value.null_count:
         raise InvalidRequestError("producer batch has null values")
-    longest = pc.max(pc.binary_length(value)).as_py() or 0
-    if longest > spec.max_record_bytes:
-        raise RecordTooLargeError(
-            f"a record of {longest} bytes exceeds max_record_bytes {spec.max_record_bytes}"
-        )
+    check_record_size(pc.max(pc.binary_length(value)).as_py() or 0, spec)
     return pa.table({"key": key, "value": value, "headers": headers})

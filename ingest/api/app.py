@@ -10,13 +10,20 @@ import pyarrow as pa
 from fastapi import FastAPI, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
-from spark_log.log import Record
 
 from ingest import admin
 from ingest.api.errors import install_error_handlers
 from ingest.api.models import PublishBody, StreamCreate
-from ingest.produce_request import ProduceRequest, ack_policy_or_default, normalize_batch_table
+from ingest.produce_request import (
+    ProduceRequest,
+    ack_policy_or_default,
+    check_record_size,
+    decode_arrow_stream,
+    local_request,
+    normalize_batch_table,
+)
 from spark_log.errors import InvalidRequestError, RecordTooLargeError, UnavailableError
+from spark_log.log import Record
 from spark_log.stream_spec import StreamSpec
 from spark_log.wire import ARROW_STREAM_MEDIA_TYPE, HEADER_KEY
 
@@ -238,24 +245,12 @@ def _json_request(
     record: Any, encoding: str, spec: StreamSpec, subject: str, policy: str
 ) -> ProduceRequest:
     value = _decode(record.value, encoding, "value") or b""
-    if len(value) > spec.max_record_bytes:
-        raise RecordTooLargeError(
-            f"record of {len(value)} bytes exceeds max_record_bytes {spec.max_record_bytes}"
-        )
+    check_record_size(len(value), spec)
     key = _decode(record.key, encoding, "key")
     headers = dict(record.headers or {})
     if key is not None:
         headers.setdefault(HEADER_KEY, key.decode("utf-8", "replace"))
-    return ProduceRequest(
-        subject=subject,
-        reply=None,
-        ack_policy=policy,
-        msg_id=None,
-        expected_offset=None,
-        key=key,
-        value=value,
-        headers=headers or None,
-    )
+    return local_request(subject, policy, key=key, value=value, headers=headers or None)
 
 
 async def _read_body(request: Request) -> bytes:
@@ -284,18 +279,8 @@ def _parse_json_body(data: bytes) -> PublishBody:
 
 
 def _arrow_request(data: bytes, spec: StreamSpec, subject: str, policy: str) -> ProduceRequest:
-    try:
-        table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InvalidRequestError(f"body is not a valid Arrow IPC stream: {exc}") from exc
-    return ProduceRequest(
-        subject=subject,
-        reply=None,
-        ack_policy=policy,
-        msg_id=None,
-        expected_offset=None,
-        records=normalize_batch_table(table, spec),
-    )
+    table = normalize_batch_table(decode_arrow_stream(data, "body"), spec)
+    return local_request(subject, policy, records=table)
 
 
 def _to_arrow(records: list[Record]) -> bytes:
