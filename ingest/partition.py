@@ -257,7 +257,7 @@ class PartitionReplica:
         loop = asyncio.get_running_loop()
         try:
             if cycle.batches:
-                await loop.run_in_executor(None, log_.append_many, cycle.batches)
+                await loop.run_in_executor(None, self._append_trusted, log_, cycle.batches)
             self._acks.after_append(
                 cycle.sequenced, cycle.end_offset, log_.high_watermark, self._isr_ok()
             )
@@ -272,6 +272,11 @@ class PartitionReplica:
         if duplicates:
             self._metrics.duplicates.labels(*self._labels).inc(duplicates)
         self._advance_hw()
+
+    @staticmethod
+    def _append_trusted(log_: PartitionLog, batches: list[bytes]) -> None:
+        """Append batches this leader just encoded: the CRC was computed in this process."""
+        log_.append_many(batches, verify_crc=False)
 
     def _count(self, batches: list[bytes], records: int) -> None:
         if batches:

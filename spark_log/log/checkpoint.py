@@ -13,7 +13,7 @@ from pathlib import Path
 
 from spark_log.errors import StorageError
 from spark_log.log.errors import CheckpointError
-from spark_log.log.layout import TMP_SUFFIX
+from spark_log.log.layout import FILE_MODE, TMP_SUFFIX
 
 CHECKPOINT_VERSION = 0
 
@@ -36,7 +36,7 @@ def write_atomically(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` via tmp + fsync + rename + directory fsync."""
     tmp = path.with_name(path.name + TMP_SUFFIX)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
         try:
             os.write(fd, text.encode())
             os.fsync(fd)

@@ -61,6 +61,8 @@ from spark_log.log.segment_file import Buffer, SegmentFile
 
 INITIAL_LOG_START_OFFSET = 0
 """Where a brand-new log starts."""
+RECOVER_EVERYTHING = 0
+"""The recovery point assumed when its checkpoint is missing: rescan every segment."""
 
 
 def wall_clock_ms() -> int:
@@ -128,31 +130,34 @@ class PartitionLog:
         marker = directory / CLEAN_SHUTDOWN_FILE
         clean = marker.exists()
         remove_stray_files(directory)
-        recovery_point = _read_checkpoint(directory / RECOVERY_POINT_FILE, default=0)
+        recovery_point = _read_checkpoint(directory / RECOVERY_POINT_FILE)
+        if recovery_point is None:
+            recovery_point = RECOVER_EVERYTHING
         if not clean:
             logger.info(
                 "%s: unclean shutdown, recovering from offset %d", directory, recovery_point
             )
-        segments = load_segments(
-            directory, config.index_interval_bytes, clean=clean, recovery_point=recovery_point
-        )
-        if not segments:
-            segments = [
-                LogSegment.create(directory, INITIAL_LOG_START_OFFSET, config.index_interval_bytes)
-            ]
+        segments = _load_or_create_segments(directory, config, clean, recovery_point)
         opened = False
         try:
             log = cls._assemble(directory, config, now_ms, segments)
-            if recovery_point != log.log_end_offset:
-                log._write_recovery_point(log.log_end_offset)
-            marker.unlink(missing_ok=True)
-            fsync_directory(directory)
+            log._finish_open(recovery_point, marker)
             opened = True
         finally:
             if not opened:
                 for segment in segments:
                     segment.close()
         return log
+
+    def _finish_open(self, recovery_point: int, marker: Path) -> None:
+        """Everything below the LEO is on disk now (recovered segments were fsynced), so the
+        recovery point moves there; then the clean-shutdown marker goes, durably, so that a
+        crash from here on is recognised as one."""
+        if recovery_point != self.log_end_offset:
+            self._write_recovery_point(self.log_end_offset)
+        self._lower_high_watermark_checkpoint()
+        marker.unlink(missing_ok=True)
+        fsync_directory(self._dir)
 
     @classmethod
     def _assemble(
@@ -167,8 +172,11 @@ class PartitionLog:
         epochs = _load_epochs(directory / LEADER_EPOCH_FILE, segments)
         epochs.truncate_from_end(leo)
         epochs.truncate_from_start(log_start)
-        hw = _read_checkpoint(directory / HIGH_WATERMARK_FILE, default=log_start)
-        return cls(directory, config, now_ms, segments, epochs, min(max(hw, log_start), leo))
+        checkpointed_hw = _read_checkpoint(directory / HIGH_WATERMARK_FILE)
+        hw = log_start if checkpointed_hw is None else min(max(checkpointed_hw, log_start), leo)
+        log = cls(directory, config, now_ms, segments, epochs, hw)
+        log._checkpointed_high_watermark = checkpointed_hw
+        return log
 
     # ================================================================== properties
 
@@ -254,8 +262,8 @@ class PartitionLog:
                 self._checkpointed_high_watermark = hw
 
     def _lower_high_watermark_checkpoint(self) -> None:
-        """After truncation, never leave a checkpointed HW above the real one: a restart would
-        otherwise treat offsets re-written after the truncation as committed."""
+        """After truncation or recovery, never leave a checkpointed HW above the real one: a
+        later restart would otherwise take offsets re-written since as committed."""
         with self._checkpoint_lock:
             checkpointed = self._checkpointed_high_watermark
             if checkpointed is None or checkpointed > self._high_watermark:
@@ -275,8 +283,13 @@ class PartitionLog:
     def append_many(
         self, batches: Sequence[Buffer], *, verify_crc: bool = True
     ) -> list[BatchHeader]:
-        """Append consecutive batches, all or nothing as far as validation goes, with one
-        ``writev`` per segment touched. Nothing is fsynced: the caller decides when to flush."""
+        """Append consecutive batches with one ``writev`` per segment touched.
+
+        Every batch is validated before anything is written, so a bad batch appends nothing.
+        Should the disk fail mid-way (StorageError), batches in segments already written stay
+        and ``log_end_offset`` says how far it got. Nothing is fsynced: the caller decides
+        when to flush.
+        """
         self._check_writable()
         headers = self._validate(batches, verify_crc)
         self._assign_epochs(headers)
@@ -308,7 +321,12 @@ class PartitionLog:
                     f"batch starts at offset {header.base_offset} but the log end offset "
                     f"is {expected}"
                 )
-            if header.leader_epoch < 0 or (latest is not None and header.leader_epoch < latest):
+            if header.leader_epoch < 0:
+                raise InvalidRequestError(
+                    f"batch at offset {header.base_offset} has no leader epoch "
+                    f"({header.leader_epoch})"
+                )
+            if latest is not None and header.leader_epoch < latest:
                 raise LeaderEpochRegressionError(
                     f"batch at offset {header.base_offset} has leader epoch "
                     f"{header.leader_epoch}, below the latest epoch {latest}"
@@ -378,10 +396,11 @@ class PartitionLog:
             old.persist_indexes(fsync=True)
             old.file.fsync()
             new = LogSegment.create(self._dir, new_base_offset, self._config.index_interval_bytes)
-            fsync_directory(self._dir)
             with self._lock:
                 self._segments = (*self._segments, new)
                 self._flushed_offset = max(self._flushed_offset, new_base_offset)
+            # Renaming the checkpoint into place fsyncs the directory, which also makes the
+            # new segment's directory entry durable before anything in it can be flushed.
             self._write_recovery_point(new_base_offset)
             logger.debug("%s: rolled segment %d -> %d", self._dir, old.base_offset, new_base_offset)
 
@@ -395,6 +414,7 @@ class PartitionLog:
             self._check_open()
             segment = self._segments[-1]
             target = segment.next_offset
+            generation = self._generation
             if target <= self._flushed_offset or not segment.file.retain():
                 return
         try:
@@ -402,7 +422,8 @@ class PartitionLog:
         finally:
             segment.file.release()
         with self._lock:
-            self._flushed_offset = max(self._flushed_offset, min(target, self.log_end_offset))
+            if self._generation == generation:  # a truncation in between voids the fsync
+                self._flushed_offset = max(self._flushed_offset, target)
 
     def _write_recovery_point(self, offset: int) -> None:
         write_offset_checkpoint(self._dir / RECOVERY_POINT_FILE, offset)
@@ -692,7 +713,7 @@ def _batch_range(
             continue
         if header.base_offset >= upper_offset:
             return begin, end, True
-        if end - begin + header.size > budget + 300 and not (must_take_one and begin == end):
+        if end - begin + header.size > budget and not (must_take_one and begin == end):
             return begin, end, True
         end = position + header.size
     return begin, end, False
@@ -709,15 +730,25 @@ def _first_offset_at_or_after(view: _ReadView, timestamp_ms: int) -> int | None:
     return None
 
 
-def _read_checkpoint(path: Path, *, default: int) -> int:
-    """An offset checkpoint, or ``default`` when it is missing or unreadable (both defaults
-    used are the conservative choice: recover everything / commit nothing new)."""
+def _load_or_create_segments(
+    directory: Path, config: LogConfig, clean: bool, recovery_point: int
+) -> list[LogSegment]:
+    segments = load_segments(
+        directory, config.index_interval_bytes, clean=clean, recovery_point=recovery_point
+    )
+    if segments:
+        return segments
+    return [LogSegment.create(directory, INITIAL_LOG_START_OFFSET, config.index_interval_bytes)]
+
+
+def _read_checkpoint(path: Path) -> int | None:
+    """An offset checkpoint; None when it is missing or unreadable, and callers then take the
+    conservative choice (recover everything, commit nothing new)."""
     try:
-        value = read_offset_checkpoint(path)
+        return read_offset_checkpoint(path)
     except CheckpointError as exc:
         logger.warning("ignoring unreadable checkpoint: %s", exc)
-        return default
-    return default if value is None else value
+        return None
 
 
 def _load_epochs(path: Path, segments: Sequence[LogSegment]) -> LeaderEpochCache:

@@ -61,12 +61,8 @@ def records_of(rows: pa.RecordBatch, first_offset: int) -> list[Record]:
     values = rows.column(2).to_pylist()
     headers = header_lists(rows.column(3))
     subjects = rows.column(4).to_pylist()
-    return [
-        Record(first_offset + i, ts, key, value, hdrs, subject)
-        for i, (ts, key, value, hdrs, subject) in enumerate(
-            zip(timestamps, keys, values, headers, subjects, strict=True)
-        )
-    ]
+    offsets = range(first_offset, first_offset + rows.num_rows)
+    return list(map(Record, offsets, timestamps, keys, values, headers, subjects))
 
 
 def header_lists(column: pa.ListArray) -> list[list[Header]]:

@@ -15,8 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from spark_log.errors import StorageError
+from spark_log.log.layout import FILE_MODE
 
-IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
+POSIX_IOV_MAX = 1024
+IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else POSIX_IOV_MAX
 _OPEN_FLAGS = os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 
 Buffer = bytes | bytearray | memoryview
@@ -36,7 +38,7 @@ class SegmentFile:
         """Open an existing segment file, or create a new one (never clobbering an old one)."""
         flags = _OPEN_FLAGS | (os.O_CREAT | os.O_EXCL if create else 0)
         try:
-            return cls(path, os.open(path, flags, 0o644))
+            return cls(path, os.open(path, flags, FILE_MODE))
         except OSError as exc:
             raise StorageError(f"cannot open segment {path}: {exc}") from exc
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from spark_log.errors import StorageError
+from spark_log.log.layout import FILE_MODE
 
 UINT32_MAX = 2**32 - 1
 
@@ -91,7 +92,7 @@ class SparseIndex:
             flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
             data = bytes(self._pending)
         try:
-            fd = os.open(self.path, flags, 0o644)
+            fd = os.open(self.path, flags, FILE_MODE)
             try:
                 _write_all(fd, data)
                 if fsync:

@@ -94,6 +94,7 @@ class Model:
         self.epochs = [e for e in self.epochs if e[1] < self.leo]
         self.drop_before(self.log_start)
         self.hw = min(max(self.checkpointed_hw, self.log_start), self.leo)
+        self.checkpointed_hw = min(self.checkpointed_hw, self.hw)
 
 
 class PartitionLogMachine(RuleBasedStateMachine):

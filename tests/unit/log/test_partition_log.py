@@ -29,6 +29,7 @@ from spark_log.log.layout import (
     RECOVERY_POINT_FILE,
 )
 from spark_log.log.roll import should_roll
+from spark_log.log.segment_file import SegmentFile
 
 from .conftest import BASE_TS, Clock, all_offsets, append_records, make_batch, tiny_config
 
@@ -350,3 +351,31 @@ def test_open_accepts_str_paths_and_creates_missing_directories(tmp_path: Path):
         assert log.log_end_offset == 0
     finally:
         log.close()
+
+
+def test_a_failed_write_is_cut_back_and_the_log_stays_usable(open_log, monkeypatch):
+    log = open_log(config=tiny_config(segment_bytes=1 << 20))
+    append_records(log, 2)
+    size = log.size_bytes
+
+    def failing_append(self, buffers):
+        os.write(self.fd, bytes(buffers[0])[:50])  # half a batch reaches the file
+        raise StorageError("disk full")
+
+    monkeypatch.setattr(SegmentFile, "append", failing_append)
+    with pytest.raises(StorageError, match="disk full"):
+        log.append(make_batch(6, 2, epoch=5))
+    monkeypatch.undo()
+    assert (log.log_end_offset, log.size_bytes, log.epoch_entries) == (6, size, [(0, 0)])
+    append_records(log, 1)
+    assert all_offsets(log) == list(range(9))
+
+
+def test_negative_epochs_and_offsets_are_invalid(open_log):
+    log = open_log()
+    with pytest.raises(InvalidRequestError):
+        log.truncate_to(-1)
+    with pytest.raises(InvalidRequestError):
+        log.truncate_fully_and_start_at(-5)
+    with pytest.raises(InvalidRequestError):
+        log.delete_old_segments(retention_ms=-1, retention_bytes=None, retention_messages=None)
