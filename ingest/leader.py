@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ingest.dedup import DedupWindow
 from ingest.produce_request import ProduceRequest
-from ingest.purgatory import PendingAck, Purgatory
+from ingest.purgatory import Purgatory
 from spark_log.errors import (
     ExpectedOffsetMismatchError,
     LiftlogError,
@@ -175,15 +175,14 @@ class AckRouter:
         self,
         prefix: bytes,
         send: AckSender,
-        purgatory: Purgatory,
         encode_ack: Callable[[bytes, int, int | None], bytes],
         encode_error: Callable[[LiftlogError], bytes],
     ) -> None:
         self._prefix = prefix
         self._send = send
-        self._purgatory = purgatory
         self._encode_ack = encode_ack
         self._encode_error = encode_error
+        self.purgatory: Purgatory[Sequenced] = Purgatory(self.success, self._fail_item)
 
     def error(self, req: ProduceRequest, exc: LiftlogError) -> None:
         if req.future is not None:
@@ -191,6 +190,9 @@ class AckRouter:
                 req.future.set_exception(exc)
         elif req.reply:
             self._send(req.reply, self._encode_error(exc))
+
+    def _fail_item(self, item: Sequenced, exc: LiftlogError) -> None:
+        self.error(item.request, exc)
 
     def success(self, item: Sequenced) -> None:
         req = item.request
@@ -206,33 +208,28 @@ class AckRouter:
     ) -> None:
         """Route each request: ack now (``leader``/``none``), refuse, or park until commit."""
         for item in sequenced:
-            policy = item.request.ack_policy
+            req = item.request
+            if req.reply is None and req.future is None:
+                continue  # a plain publish: nobody to acknowledge
+            policy = req.ack_policy
             if policy == "none":
-                if item.request.future is not None:
+                if req.future is not None:
                     self.success(item)
-                continue
-            if policy == "leader":
+            elif policy == "leader":
                 self.success(item)
-                continue
-            if not isr_ok:
+            elif not isr_ok:
                 self.error(
-                    item.request,
+                    req,
                     NotEnoughReplicasError(
                         "the in-sync replica set is smaller than min_isr; acks=all refused"
                     ),
                 )
-                continue
-            if item.offset + item.count <= hw:
+            elif item.offset + item.count <= hw:
                 self.success(item)
             else:
+                # a duplicate of a record still uncommitted waits for this cycle's end
                 target = end_offset if item.duplicate else item.offset + item.count
-                self._purgatory.add(
-                    PendingAck(
-                        target,
-                        lambda item=item: self.success(item),
-                        lambda exc, req=item.request: self.error(req, exc),
-                    )
-                )
+                self.purgatory.add(target, item)
 
 
 async def next_cycle(

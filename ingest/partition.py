@@ -25,7 +25,6 @@ from ingest.errors import ReplicaStoppedError
 from ingest.leader import AckRouter, Sequencer, next_cycle, now_ms
 from ingest.metrics import NodeMetrics
 from ingest.produce_request import ProduceRequest, request_from_nats
-from ingest.purgatory import Purgatory
 from spark_log.config import NodeConfig
 from spark_log.errors import (
     LiftlogError,
@@ -73,6 +72,9 @@ class PartitionReplica:
         self.isr = list(isr)
         self._metrics = metrics
         self._labels = (spec.name, str(partition))
+        self._records_in = metrics.records_in.labels(*self._labels)
+        self._bytes_in = metrics.bytes_in.labels(*self._labels)
+        self._duplicates = metrics.duplicates.labels(*self._labels)
         self._publish = publish
         self._log: PartitionLog | None = None
         self._queue: list[ProduceRequest] = []
@@ -80,20 +82,21 @@ class PartitionReplica:
         self._space = asyncio.Event()
         self._space.set()
         self._hw_event = asyncio.Event()
-        self._purgatory = Purgatory()
         self._dedup = DedupWindow(
             int(config.ingest.dedup_window_s * 1000), config.ingest.dedup_max_ids
         )
         self._acks = AckRouter(
             ack_prefix(spec.name, partition),
-            self._send_ack,
-            self._purgatory,
+            self._queue_ack,
             encode_ack,
             self._encode_error,
         )
         self._sequencer = Sequencer(spec, self._dedup, self._refuse)
         self._writer: asyncio.Task[None] | None = None
-        self._pending_sends: set[asyncio.Task[None]] = set()
+        self._flusher: asyncio.Task[None] | None = None
+        self._flush_wanted = asyncio.Event()
+        self._stopping = False
+        self._outbox: list[tuple[str, bytes]] = []
         self._subscription: Any = None
         self.paused = False
         self.slow_consumer_drops = 0
@@ -122,24 +125,32 @@ class PartitionReplica:
             self._log.set_high_watermark(self._log.log_end_offset)
         await loop.run_in_executor(None, self._rebuild_dedup)
         self._update_gauges()
-        self._writer = asyncio.create_task(
-            self._run_writer(), name=f"writer-{self.spec.name}-{self.partition}"
-        )
+        name = f"{self.spec.name}-{self.partition}"
+        self._writer = asyncio.create_task(self._run_writer(), name=f"writer-{name}")
+        self._flusher = asyncio.create_task(self._run_flusher(), name=f"flusher-{name}")
 
     async def close(self) -> None:
         """Stop ingest, fail waiting requests, flush and close the log."""
         await self.unsubscribe()
-        if self._writer is not None:
-            self._writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._writer
-            self._writer = None
+        await self._stop_tasks()
         self._fail_waiting(ReplicaStoppedError(f"{self.spec.name}/{self.partition} is closing"))
+        await self._send_acks()
         if self._log is not None:
             log_ = self._log
             self._log = None
             await asyncio.get_running_loop().run_in_executor(None, log_.close)
         self._hw_event.set()
+
+    async def _stop_tasks(self) -> None:
+        """Let the writer and flusher finish the step they are in (never cancel a task in
+        the middle of an executor append: the thread would go on writing after close)."""
+        self._stopping = True
+        self._wakeup.set()
+        self._flush_wanted.set()
+        tasks = [t for t in (self._writer, self._flusher) if t is not None]
+        self._writer = self._flusher = None
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def delete(self) -> None:
         await self.close()
@@ -222,17 +233,22 @@ class PartitionReplica:
     def _refuse_reply(self, reply: str | None, exc: LiftlogError) -> None:
         self._metrics.produce_errors.labels(*self._labels, exc.code).inc()
         if reply:
-            self._send_ack(reply, self._encode_error(exc))
+            self._queue_ack(reply, self._encode_error(exc))
+            self._wakeup.set()
 
-    def _send_ack(self, subject: str, payload: bytes) -> None:
-        task = asyncio.ensure_future(self._publish(subject, payload))
-        if not task.done():
-            self._pending_sends.add(task)
-            task.add_done_callback(self._pending_sends.discard)
+    def _queue_ack(self, subject: str, payload: bytes) -> None:
+        self._outbox.append((subject, payload))
+
+    async def _send_acks(self) -> None:
+        """Publish queued acks in order, from the writer task (no task per ack)."""
+        while self._outbox:
+            outbox, self._outbox = self._outbox, []
+            for subject, payload in outbox:
+                await self._publish(subject, payload)
 
     async def _run_writer(self) -> None:
         limits = self.config.ingest
-        while True:
+        while not self._stopping:
             items = await next_cycle(
                 self._queue,
                 self._wakeup,
@@ -244,9 +260,11 @@ class PartitionReplica:
                 self._space.set()
             if items:
                 await self._write_cycle(items)
+            await self._send_acks()
             await self._maintenance()
 
     async def _write_cycle(self, items: list[ProduceRequest]) -> None:
+        """Sequence, encode and append one cycle; with fsync=always the flusher commits it."""
         if self.offline_reason is not None:
             for req in items:
                 self._refuse(req, StorageError(self.offline_reason))
@@ -254,24 +272,47 @@ class PartitionReplica:
         log_ = self.log
         start = log_.log_end_offset
         cycle = self._sequencer.sequence(items, start, self.leader_epoch, now_ms())
-        loop = asyncio.get_running_loop()
-        try:
-            if cycle.batches:
-                await loop.run_in_executor(None, self._append_trusted, log_, cycle.batches)
-            self._acks.after_append(
-                cycle.sequenced, cycle.end_offset, log_.high_watermark, self._isr_ok()
-            )
-            if cycle.batches and self.config.log.fsync == "always":
-                await loop.run_in_executor(None, log_.flush)
-                self._last_flush_ms = now_ms()
-        except (OSError, LiftlogError) as exc:
-            self._go_offline(f"log append failed: {exc}")
-            return
-        self._count(cycle.batches, cycle.end_offset - start)
+        if cycle.batches:
+            try:
+                await asyncio.get_running_loop().run_in_executor(
+                    None, self._append_trusted, log_, cycle.batches
+                )
+            except (OSError, LiftlogError) as exc:
+                self._go_offline(f"log append failed: {exc}")
+                for item in cycle.sequenced:
+                    self._acks.error(item.request, StorageError(str(exc)))
+                return
+        if self.config.log.fsync != "always":
+            self._advance_hw()  # no durability wait: committed once written
+        self._acks.after_append(
+            cycle.sequenced, cycle.end_offset, log_.high_watermark, self._isr_ok()
+        )
+        if cycle.batches:
+            self._count(cycle.batches, cycle.end_offset - start)
+            if self.config.log.fsync == "always":
+                self._flush_wanted.set()
         duplicates = sum(1 for item in cycle.sequenced if item.duplicate)
         if duplicates:
-            self._metrics.duplicates.labels(*self._labels).inc(duplicates)
-        self._advance_hw()
+            self._duplicates.inc(duplicates)
+
+    async def _run_flusher(self) -> None:
+        """Group commit, pipelined: fsync whatever the writer appended since the last fsync,
+        then advance the HW and release acks=all, while the writer appends the next cycle."""
+        loop = asyncio.get_running_loop()
+        while not self._stopping:
+            await self._flush_wanted.wait()
+            self._flush_wanted.clear()
+            if self._stopping:
+                return  # close() flushes
+            try:
+                await loop.run_in_executor(None, self.log.flush)
+            except (OSError, LiftlogError) as exc:
+                self._go_offline(f"log fsync failed: {exc}")
+                await self._send_acks()
+                return
+            self._last_flush_ms = now_ms()
+            self._advance_hw()
+            await self._send_acks()
 
     @staticmethod
     def _append_trusted(log_: PartitionLog, batches: list[bytes]) -> None:
@@ -280,8 +321,8 @@ class PartitionReplica:
 
     def _count(self, batches: list[bytes], records: int) -> None:
         if batches:
-            self._metrics.records_in.labels(*self._labels).inc(records)
-            self._metrics.bytes_in.labels(*self._labels).inc(sum(len(b) for b in batches))
+            self._records_in.inc(records)
+            self._bytes_in.inc(sum(len(b) for b in batches))
 
     def _isr_ok(self) -> bool:
         return len(self.isr) >= self.spec.effective_min_isr
@@ -296,7 +337,7 @@ class PartitionReplica:
             target = min(target, log_.flushed_offset)
         if target > log_.high_watermark:
             log_.set_high_watermark(target)
-            self._purgatory.release(target)
+            self._acks.purgatory.release(target)
             self._hw_event.set()
             self._hw_event = asyncio.Event()
             self._update_gauges()
@@ -362,7 +403,7 @@ class PartitionReplica:
             )
 
     def _fail_waiting(self, exc: LiftlogError) -> None:
-        self._purgatory.fail_all(exc)
+        self._acks.purgatory.fail_all(exc)
         queued, self._queue = self._queue, []
         for req in queued:
             self._acks.error(req, exc)

@@ -38,8 +38,8 @@ from spark_log.wire import (
     HEADER_EXPECTED_OFFSET,
     HEADER_KEY,
     HEADER_MSG_ID,
-    ack_stream,
-    decode_ack,
+    error_from_json,
+    parse_ack,
 )
 
 DEFAULT_ACK_TIMEOUT_S = 10.0
@@ -213,18 +213,18 @@ class Client:
             await nc.publish(subject, payload, headers=headers or None)
             return None
         async with self._in_flight:
+            loop = asyncio.get_running_loop()
             reply = f"{self._inbox}.{next(self._next_reply)}"
-            fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+            fut: asyncio.Future[dict[str, Any]] = loop.create_future()
             self._waiting[reply] = (spec.name, fut)
+            timeout = timeout_s or self.ack_timeout_s
+            # a timer handle is far cheaper than asyncio.wait_for on this hot path
+            timer = loop.call_later(timeout, _expire, fut, spec.name, partition, subject, timeout)
             try:
                 await nc.publish(subject, payload, reply=reply, headers=headers or None)
-                return await asyncio.wait_for(fut, timeout_s or self.ack_timeout_s)
-            except TimeoutError:
-                raise RequestTimeoutError(
-                    f"no ack from {spec.name}/{partition} on {subject!r} within "
-                    f"{timeout_s or self.ack_timeout_s}s (is the stream paused or its leader down?)"
-                ) from None
+                return await fut
             finally:
+                timer.cancel()
                 self._waiting.pop(reply, None)
 
     async def _on_ack(self, msg: Any) -> None:
@@ -234,12 +234,17 @@ class Client:
         stream, fut = waiting
         if fut.done():
             return
-        if ack_stream(msg.data) not in (None, stream):
-            return  # another stream recording the same subject acked too
         try:
-            fut.set_result(decode_ack(msg.data))
+            ack = parse_ack(msg.data)
         except LiftlogError as exc:
             fut.set_exception(exc)
+            return
+        if ack.get("stream", stream) != stream:
+            return  # another stream recording the same subject acked too
+        if "error" in ack:
+            fut.set_exception(error_from_json(ack["error"]))
+        else:
+            fut.set_result(ack)
 
     # ----------------------------------------------------------------- consume (REST)
 
@@ -385,6 +390,18 @@ class Client:
         self._specs.pop(stream, None)
         for key in [k for k in self._leaders if k[0] == stream]:
             del self._leaders[key]
+
+
+def _expire(
+    fut: asyncio.Future[dict[str, Any]], stream: str, partition: int, subject: str, timeout: float
+) -> None:
+    if not fut.done():
+        fut.set_exception(
+            RequestTimeoutError(
+                f"no ack from {stream}/{partition} on {subject!r} within {timeout}s "
+                "(is the stream paused or its leader down?)"
+            )
+        )
 
 
 def _first_offset(fetched: Fetched) -> int:

@@ -22,6 +22,7 @@ BATCH_FORMAT_ARROW = "arrow"
 
 ARROW_STREAM_MEDIA_TYPE = "application/vnd.apache.arrow.stream"
 
+
 def _core_errors() -> dict[str, type[LiftlogError]]:
     """Every typed error of the core, by code (the codes REST bodies and acks carry)."""
     found: dict[str, type[LiftlogError]] = {}
@@ -59,27 +60,23 @@ def encode_error(
     return json.dumps(body, separators=(",", ":")).encode()
 
 
-def decode_ack(payload: bytes) -> dict[str, Any]:
-    """Parse an ack; raise the typed error an error ack carries."""
+def parse_ack(payload: bytes) -> dict[str, Any]:
+    """Parse an ack or error ack into a dict; raise only when it is not an ack at all."""
     try:
         data = json.loads(payload)
     except ValueError as exc:
         raise InvalidRequestError(f"malformed ack {payload[:200]!r}") from exc
     if not isinstance(data, dict):
         raise InvalidRequestError(f"malformed ack {payload[:200]!r}")
-    if "error" in data:
-        raise error_from_json(data["error"])
     return data
 
 
-def ack_stream(payload: bytes) -> str | None:
-    """The stream an ack (or error ack) names, without raising; None if it names none."""
-    try:
-        data = json.loads(payload)
-    except ValueError:
-        return None
-    stream = data.get("stream") if isinstance(data, dict) else None
-    return stream if isinstance(stream, str) else None
+def decode_ack(payload: bytes) -> dict[str, Any]:
+    """Parse an ack; raise the typed error an error ack carries."""
+    data = parse_ack(payload)
+    if "error" in data:
+        raise error_from_json(data["error"])
+    return data
 
 
 def error_from_json(error: Any) -> LiftlogError:

@@ -4,9 +4,10 @@ Run as its own process (``python bare_subscriber.py URL SUBJECT COUNT IDLE_S TIM
 it has a core's worth of Python to itself, like the Liftlog node. It imports nothing but
 nats-py and the standard library on purpose: it is what "just subscribing" costs.
 
-Protocol on stdout: ``ready`` once subscribed, then one JSON line with the count and the
+Protocol on stdout: ``ready`` once subscribed, then one JSON line with the count, the
 ``time.monotonic()`` of the first and last message (CLOCK_MONOTONIC is system-wide on Linux,
-so the parent can compare it with its own clock).
+so the parent can compare it with its own clock) and the CPU seconds spent since ``ready``
+(reported by the process itself: it has exited by the time the parent could look).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ PENDING_BYTES_LIMIT = 1024 * 1024 * 1024
 
 async def count_messages(url: str, subject: str, count: int, idle_s: float, timeout_s: float
                          ) -> dict[str, Any]:
-    state: dict[str, Any] = {"count": 0, "first": None, "last": None, "slow_consumer": 0}
+    state: dict[str, Any] = {"count": 0, "first": None, "last": None, "slow_consumer": 0,
+                             "cpu_s": 0.0}
     done = asyncio.Event()
 
     async def on_msg(_msg: Any) -> None:
@@ -47,6 +49,7 @@ async def count_messages(url: str, subject: str, count: int, idle_s: float, time
                        pending_bytes_limit=PENDING_BYTES_LIMIT)
     await nc.flush()
     print("ready", flush=True)
+    cpu_at_ready = time.process_time()
     deadline = time.monotonic() + timeout_s
     while not done.is_set() and time.monotonic() < deadline:
         last = state["last"]
@@ -56,6 +59,7 @@ async def count_messages(url: str, subject: str, count: int, idle_s: float, time
             await asyncio.wait_for(done.wait(), 0.5)
         except TimeoutError:
             continue
+    state["cpu_s"] = time.process_time() - cpu_at_ready
     await nc.close()
     return state
 

@@ -6,6 +6,9 @@ side; throughput is acked records over the wall time of the whole window run.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from spark_log.bench.cpu import CpuMeter
 from spark_log.bench.deadline import within
 from spark_log.bench.progress import Progress
 from spark_log.bench.publishers import Publisher
@@ -21,7 +24,8 @@ async def warm_up(publisher: Publisher, value: bytes, window: int) -> None:
 
 
 async def measure_acked(
-    publisher: Publisher, value: bytes, settings: BenchSettings, progress: Progress
+    publisher: Publisher, value: bytes, settings: BenchSettings, progress: Progress,
+    pids: Mapping[str, int],
 ) -> Throughput:
     await warm_up(publisher, value, settings.ack_window)
     outcome = WindowOutcome()
@@ -29,6 +33,7 @@ async def measure_acked(
                      outcome)
     async with progress.ticking(f"{publisher.label} acked", lambda: outcome.acked,
                                 settings.records):
-        await within(settings.phase_timeout_s, f"{publisher.label} per-message acked", run)
+        with CpuMeter(pids) as cpu:
+            await within(settings.phase_timeout_s, f"{publisher.label} per-message acked", run)
     return Throughput(outcome.acked, len(value), outcome.seconds, outcome.failed,
-                      outcome.first_error)
+                      outcome.first_error, cpu.percent)

@@ -7,7 +7,9 @@ equivalent in nats-py, so the figure is compared with JetStream's per-message th
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
+from spark_log.bench.cpu import CpuMeter
 from spark_log.bench.deadline import within
 from spark_log.bench.errors import BenchError
 from spark_log.bench.progress import Progress
@@ -29,11 +31,11 @@ def batch_records_that_fit(value: bytes, wanted: int, max_payload: int) -> int:
 
 async def measure_batches(
     client: Client, stream: str, value: bytes, settings: BenchSettings, max_payload: int,
-    progress: Progress,
+    progress: Progress, pids: Mapping[str, int],
 ) -> tuple[Throughput, int]:
     """Returns the throughput and the records per batch actually used."""
     per_batch = batch_records_that_fit(value, settings.batch_records, max_payload)
-    batches = max(1, math.ceil(settings.records / per_batch))
+    batches = max(1, math.ceil(settings.batch_total_records / per_batch))
     values = [value] * per_batch
 
     async def send() -> None:
@@ -46,7 +48,8 @@ async def measure_batches(
     run = run_window(batches, settings.batches_in_flight, send, outcome)
     async with progress.ticking("Liftlog batches", lambda: outcome.acked * per_batch,
                                 batches * per_batch):
-        await within(settings.phase_timeout_s, "Liftlog producer batches", run)
+        with CpuMeter(pids) as cpu:
+            await within(settings.phase_timeout_s, "Liftlog producer batches", run)
     throughput = Throughput(outcome.acked * per_batch, len(value), outcome.seconds,
-                            outcome.failed * per_batch, outcome.first_error)
+                            outcome.failed * per_batch, outcome.first_error, cpu.percent)
     return throughput, per_batch

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import nats
 
+from spark_log.bench.cpu import CpuMeter
 from spark_log.bench.deadline import within
 from spark_log.bench.errors import BenchError
 from spark_log.bench.hw_watch import HwWatcher
@@ -30,6 +32,7 @@ from spark_log.bench.subscriber_process import SubscriberCount, bare_subscriber
 from spark_log.rest import RestClient
 
 WATCH_STEP_S = 0.05
+SUBSCRIBER_CPU = "subscriber"
 RESULT_GRACE_S = 15.0
 
 
@@ -57,6 +60,7 @@ class FireForget:
     slow_consumer_drops: int
     server_slow_consumers: int
     subscriber_slow_consumer_errors: int
+    cpu_percent: dict[str, float] = field(default_factory=dict)
 
     @property
     def drops(self) -> int:
@@ -94,6 +98,7 @@ class FireForget:
             "slow_consumer_drops": self.slow_consumer_drops,
             "server_slow_consumers": self.server_slow_consumers,
             "subscriber_slow_consumer_errors": self.subscriber_slow_consumer_errors,
+            "cpu_percent": self.cpu_percent,
         }
 
 
@@ -123,7 +128,8 @@ async def wait_recorded(watcher: HwWatcher, deadline_s: float) -> None:
 
 
 async def measure_fire_forget(
-    target: FireForgetTarget, value: bytes, settings: BenchSettings, progress: Progress
+    target: FireForgetTarget, value: bytes, settings: BenchSettings, progress: Progress,
+    pids: Mapping[str, int],
 ) -> FireForget:
     rest = RestClient(target.api_url)
     count = settings.records
@@ -133,7 +139,7 @@ async def measure_fire_forget(
     timeout = settings.phase_timeout_s
     async with bare_subscriber(target.nats_url, target.subject, count, timeout,
                                target.log_dir / "bare-subscriber.log") as sub:
-        with HwWatcher(rest, target.stream, hw0 + count) as watcher:
+        with HwWatcher(rest, target.stream, hw0 + count) as watcher, CpuMeter(pids) as cpu:
             t0 = await within(timeout, "fire-and-forget publishing",
                               publish_plain(target.nats_url, target.subject, value, count,
                                             settings.flush_every))
@@ -144,6 +150,8 @@ async def measure_fire_forget(
         counted = await sub.result(timeout + RESULT_GRACE_S)
     hw = watcher.hw
     recorded_at = watcher.reached_at or watcher.changed_at
+    subscriber_s = _subscriber_seconds(counted, t0)
+    cpu_percent = {**cpu.percent, SUBSCRIBER_CPU: round(100 * counted.cpu_s / subscriber_s, 1)}
     return FireForget(
         published=count,
         record_bytes=len(value),
@@ -151,12 +159,13 @@ async def measure_fire_forget(
         recorded=max(0, hw - hw0),
         liftlog_seconds=recorded_at - t0,
         subscriber_counted=counted.count,
-        subscriber_seconds=_subscriber_seconds(counted, t0),
+        subscriber_seconds=subscriber_s,
         slow_consumer_drops=await asyncio.to_thread(
             slow_consumer_drops, target.api_url, target.stream) - drops0,
         server_slow_consumers=await asyncio.to_thread(
             _server_slow_consumers, target.nats_monitor_url) - server0,
         subscriber_slow_consumer_errors=counted.slow_consumer_errors,
+        cpu_percent=cpu_percent,
     )
 
 

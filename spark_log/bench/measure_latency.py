@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 
+from spark_log.bench.cpu import CpuMeter
 from spark_log.bench.deadline import within
 from spark_log.bench.publishers import PUBLISH_ERRORS, Publisher
 from spark_log.bench.settings import BenchSettings
@@ -44,11 +46,14 @@ async def _paced(publisher: Publisher, value: bytes, count: int, rate_per_s: int
     return samples, failures[0]
 
 
-async def measure_latency(publisher: Publisher, value: bytes, settings: BenchSettings) -> Latency:
+async def measure_latency(
+    publisher: Publisher, value: bytes, settings: BenchSettings, pids: Mapping[str, int]
+) -> Latency:
     rate = settings.latency_rate_per_s
     await _paced(publisher, value, LATENCY_WARMUP_MESSAGES, rate)
-    samples, failed = await within(
-        settings.phase_timeout_s, f"{publisher.label} latency",
-        _paced(publisher, value, settings.latency_messages, rate),
-    )
-    return Latency.from_samples(samples, failed, rate)
+    with CpuMeter(pids) as cpu:
+        samples, failed = await within(
+            settings.phase_timeout_s, f"{publisher.label} latency",
+            _paced(publisher, value, settings.latency_messages, rate),
+        )
+    return Latency.from_samples(samples, failed, rate, cpu.percent)

@@ -17,6 +17,7 @@ from spark_log.rest import RestClient
 PROBE_TIMEOUT_S = 5.0
 SLOW_CONSUMER_METRIC = "liftlog_slow_consumer_drops_total"
 _KIB = 1024
+_BYTES_PER_MB = 1_000_000
 
 
 def high_watermark(rest: RestClient, stream: str, partition: int = 0) -> int:
@@ -42,7 +43,8 @@ def slow_consumer_drops(api_url: str, stream: str) -> int:
 
 
 def peak_rss_mb(pid: int) -> float:
-    """``VmHWM`` (peak resident set) of a process, in MiB: the most memory it ever held."""
+    """``VmHWM`` (peak resident set) of a process in MB (10^6 bytes, like the MB/s figures):
+    the most memory it ever held."""
     status = Path(f"/proc/{pid}/status")
     try:
         text = status.read_text()
@@ -51,4 +53,4 @@ def peak_rss_mb(pid: int) -> float:
     match = re.search(r"^VmHWM:\s+(\d+) kB$", text, re.M)
     if match is None:
         raise BenchError(f"no VmHWM in {status}")
-    return int(match.group(1)) / _KIB
+    return int(match.group(1)) * _KIB / _BYTES_PER_MB

@@ -11,6 +11,8 @@ from spark_log.bench.stats import Latency, Throughput
 LIFTLOG = "liftlog"
 JETSTREAM = "jetstream"
 JETSTREAM_SYNC = "jetstream_sync_always"
+# The processes whose CPU every measurement reports (see cpu.CpuMeter).
+PUBLISHER, NATS, NATS_SYNC, NODE = "publisher", "nats-server", "nats-server-sync", "node"
 COLUMN_TITLES = {
     LIFTLOG: "Liftlog",
     JETSTREAM: "JetStream",
@@ -28,6 +30,7 @@ class SizeResult:
     batch_records: int
     latency: dict[str, Latency]
     fire_forget: FireForget
+    per_message_rounds: dict[str, list[Throughput]] = field(default_factory=dict)
 
     @property
     def batch_ratio(self) -> float:
@@ -44,7 +47,10 @@ class SizeResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "record_bytes": self.record_bytes,
-            "per_message_acked": {k: v.to_json() for k, v in self.per_message.items()},
+            "per_message_acked": {
+                k: {**v.to_json(), "rounds_records_per_s": self._rounds(k)}
+                for k, v in self.per_message.items()
+            },
             "per_message_ratio_liftlog_to_jetstream": round(self.per_message_ratio, 3),
             "producer_batches": {
                 "records_per_batch": self.batch_records,
@@ -54,6 +60,9 @@ class SizeResult:
             "latency": {k: v.to_json() for k, v in self.latency.items()},
             "fire_and_forget": self.fire_forget.to_json(),
         }
+
+    def _rounds(self, side: str) -> list[float]:
+        return [round(r.records_per_s, 1) for r in self.per_message_rounds.get(side, [])]
 
 
 @dataclass

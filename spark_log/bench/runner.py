@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import os
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -24,7 +25,7 @@ from spark_log.bench.machine import describe_machine
 from spark_log.bench.node_probe import peak_rss_mb
 from spark_log.bench.progress import Progress
 from spark_log.bench.report import render_report
-from spark_log.bench.results import BenchResult
+from spark_log.bench.results import NATS, NATS_SYNC, NODE, PUBLISHER, BenchResult
 from spark_log.bench.settings import (
     ACK_TIMEOUT_S,
     DEFAULT_RECORDS,
@@ -44,6 +45,11 @@ def run_bench(
     data_dir: str | Path | None = None,
     json_path: str | Path | None = None,
 ) -> int:
+    """Run every measurement for every size in one embedded stack; print; write JSON.
+
+    ``records`` is per measurement (producer batches send ``BATCH_RECORDS_FACTOR`` times as
+    many); ``data_dir`` keeps the stack's files (logs included) for a post-mortem.
+    """
     try:
         settings = BenchSettings(records=records, sizes=tuple(sizes))
     except InvalidRequestError as exc:
@@ -54,6 +60,7 @@ def run_bench(
         with _data_root(data_dir) as root, bench_stack(root, progress) as stack:
             result = asyncio.run(_measure_all(stack, settings, progress, root))
             result.node_peak_rss_mb = peak_rss_mb(stack.node_pid)  # before the node stops
+            result.machine["loadavg_at_end"] = _loadavg()
             progress.say("stopping every process the benchmark started ...")
     except LiftlogError as exc:
         print(f"liftlog bench failed: {exc.code}: {exc.message}", file=sys.stderr)
@@ -84,6 +91,7 @@ def _data_root(data_dir: str | Path | None) -> Iterator[Path]:
 
 @contextlib.asynccontextmanager
 async def _nats(url: str) -> AsyncIterator[NatsClient]:
+    """A plain nats-py connection (the JetStream side's publisher), closed on exit."""
     try:
         nc = await nats.connect(url, max_reconnect_attempts=0)
     except (nats.errors.Error, OSError) as exc:
@@ -99,8 +107,11 @@ async def _measure_all(
 ) -> BenchResult:
     nats_server = stack.standalone.nats
     server_version = str(varz(nats_server.monitor_url).get("version", "unknown"))
-    result = BenchResult(describe_machine(server_version), _settings_json(settings),
-                         notes=list(stack.notes))
+    machine = {**describe_machine(server_version), "loadavg_at_start": _loadavg()}
+    result = BenchResult(machine, _settings_json(settings), notes=list(stack.notes))
+    pids = {PUBLISHER: os.getpid(), NATS: nats_server.pid, NODE: stack.node_pid}
+    if stack.sync_server is not None:
+        pids[NATS_SYNC] = stack.sync_server.pid
     async with contextlib.AsyncExitStack() as exits:
         client = await exits.enter_async_context(
             Client(stack.api_url, nats_url=nats_server.url, ack_timeout_s=ACK_TIMEOUT_S)
@@ -110,16 +121,22 @@ async def _measure_all(
         if stack.sync_server is not None:
             js_sync = (await exits.enter_async_context(_nats(stack.sync_server.url))).jetstream()
         sides = Sides(client, nc.jetstream(), js_sync, nats_server.url, nats_server.monitor_url,
-                      stack.api_url, nc.max_payload, root)
+                      stack.api_url, nc.max_payload, root, pids)
         for size in settings.sizes:
             result.sizes.append(await measure_size(sides, size, settings, progress))
     return result
+
+
+def _loadavg() -> str:
+    """The 1/5/15-minute load averages: other work on a shared machine shows up here."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _settings_json(settings: BenchSettings) -> dict[str, object]:
     body = dataclasses.asdict(settings)
     body["sizes"] = list(settings.sizes)
     body["latency_messages"] = settings.latency_messages
+    body["batch_total_records"] = settings.batch_total_records
     body["node_fsync"] = "always"
     body["liftlog_ack_policy"] = "all"
     body["jetstream_storage"] = "file, 1 replica"

@@ -1,12 +1,14 @@
 """All four measurements for one record size, Liftlog and JetStream side by side.
 
 Sides run one after the other, never at once: on a 2-core machine each side gets the whole
-machine while it is measured.
+machine while it is measured. The per-message acked runs alternate sides round by round, so
+a burst of unrelated load on a shared machine hits both rather than one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from nats.js import JetStreamContext
@@ -21,6 +23,7 @@ from spark_log.bench.progress import Progress
 from spark_log.bench.publishers import JetStreamPublisher, LiftlogPublisher, Publisher
 from spark_log.bench.results import JETSTREAM, JETSTREAM_SYNC, LIFTLOG, SizeResult
 from spark_log.bench.settings import BenchSettings
+from spark_log.bench.stats import Latency, Throughput
 from spark_log.client import Client
 
 
@@ -36,12 +39,19 @@ class Sides:
     api_url: str
     max_payload: int
     log_dir: Path
+    # Processes whose CPU each measurement reports: publisher (this process), nats, node ...
+    pids: Mapping[str, int] = field(default_factory=dict)
+
+
+def liftlog_stream(size: int) -> tuple[str, str]:
+    """(stream, subject) of the Liftlog stream for one record size."""
+    return f"bench-{size}", f"bench.liftlog.{size}"
 
 
 async def publishers(sides: Sides, size: int) -> dict[str, Publisher]:
     """One stream per side and size, each on its own subject; returns their publishers."""
-    stream = f"bench-{size}"
-    await sides.client.create_stream(stream, f"bench.liftlog.{size}", ack_policy="all")
+    stream, subject = liftlog_stream(size)
+    await sides.client.create_stream(stream, subject, ack_policy="all")
     found: dict[str, Publisher] = {LIFTLOG: LiftlogPublisher(sides.client, stream)}
     await create_js_stream(sides.js, f"BENCH_{size}", f"bench.js.{size}")
     found[JETSTREAM] = JetStreamPublisher(sides.js, f"bench.js.{size}", "JetStream")
@@ -53,39 +63,69 @@ async def publishers(sides: Sides, size: int) -> dict[str, Publisher]:
     return found
 
 
+def median_round(rounds: list[Throughput]) -> Throughput:
+    """The round with the median records/s (an observed run, not an average of runs)."""
+    return sorted(rounds, key=lambda r: r.records_per_s)[len(rounds) // 2]
+
+
+async def acked_rounds(
+    sides: Sides, pubs: Mapping[str, Publisher], value: bytes, settings: BenchSettings,
+    progress: Progress,
+) -> dict[str, list[Throughput]]:
+    """Liftlog and JetStream alternating for ``acked_rounds``; sync=always once (it is slow)."""
+    label = size_label(len(value))
+    rounds: dict[str, list[Throughput]] = {key: [] for key in pubs}
+    for n in range(settings.acked_rounds):
+        for key, pub in pubs.items():
+            if key == JETSTREAM_SYNC and n > 0:
+                continue
+            progress.say(f"{label}: per-message acked, {pub.label}, round {n + 1}, "
+                         f"{settings.records:,} records ...")
+            tp = await measure_acked(pub, value, settings, progress, sides.pids)
+            rounds[key].append(tp)
+            progress.say(f"  {tp.records_per_s:,.0f} records/s, {tp.mb_per_s:.2f} MB/s"
+                         f"{f', {tp.failed} failed' if tp.failed else ''}")
+    return rounds
+
+
+async def latencies(
+    sides: Sides, pubs: Mapping[str, Publisher], value: bytes, settings: BenchSettings,
+    progress: Progress,
+) -> dict[str, Latency]:
+    found = {}
+    for key, pub in pubs.items():
+        progress.say(f"{size_label(len(value))}: latency, {pub.label}, "
+                     f"{settings.latency_messages:,} messages at {settings.latency_rate_per_s}/s")
+        found[key] = lat = await measure_latency(pub, value, settings, sides.pids)
+        progress.say(f"  p50 {lat.p50_ms:.2f} ms, p99 {lat.p99_ms:.2f} ms, max {lat.max_ms:.2f} ms")
+    return found
+
+
 async def measure_size(
     sides: Sides, size: int, settings: BenchSettings, progress: Progress
 ) -> SizeResult:
     label = size_label(size)
     value = payload(size)
+    stream, subject = liftlog_stream(size)
     pubs = await publishers(sides, size)
 
-    per_message = {}
-    for key, pub in pubs.items():
-        progress.say(f"{label}: per-message acked, {pub.label}, {settings.records:,} records ...")
-        per_message[key] = tp = await measure_acked(pub, value, settings, progress)
-        progress.say(f"  {tp.records_per_s:,.0f} records/s, {tp.mb_per_s:.2f} MB/s"
-                     f"{f', {tp.failed} failed' if tp.failed else ''}")
+    rounds = await acked_rounds(sides, pubs, value, settings, progress)
 
-    progress.say(f"{label}: Liftlog producer batches ...")
+    progress.say(f"{label}: Liftlog producer batches, {settings.batch_total_records:,} records")
     batches, per_batch = await measure_batches(
-        sides.client, "bench-" + str(size), value, settings, sides.max_payload, progress
+        sides.client, stream, value, settings, sides.max_payload, progress, sides.pids
     )
     progress.say(f"  {batches.records_per_s:,.0f} records/s, {batches.mb_per_s:.2f} MB/s "
                  f"({per_batch} records per batch)")
 
-    latency = {}
-    for key, pub in pubs.items():
-        progress.say(f"{label}: latency, {pub.label}, {settings.latency_messages:,} messages at "
-                     f"{settings.latency_rate_per_s}/s ...")
-        latency[key] = lat = await measure_latency(pub, value, settings)
-        progress.say(f"  p50 {lat.p50_ms:.2f} ms, p99 {lat.p99_ms:.2f} ms, max {lat.max_ms:.2f} ms")
+    latency = await latencies(sides, pubs, value, settings, progress)
 
     progress.say(f"{label}: fire-and-forget, {settings.records:,} plain publishes beside a "
                  "bare subscriber ...")
     target = FireForgetTarget(sides.nats_url, sides.nats_monitor_url, sides.api_url,
-                              f"bench-{size}", f"bench.liftlog.{size}", sides.log_dir)
-    ff = await measure_fire_forget(target, value, settings, progress)
+                              stream, subject, sides.log_dir)
+    ff = await measure_fire_forget(target, value, settings, progress, sides.pids)
     progress.say(f"  Liftlog {ff.liftlog_records_per_s:,.0f} records/s, bare subscriber "
                  f"{ff.subscriber_records_per_s:,.0f} records/s, {ff.drops} dropped")
-    return SizeResult(size, per_message, batches, per_batch, latency, ff)
+    per_message = {key: median_round(r) for key, r in rounds.items()}
+    return SizeResult(size, per_message, batches, per_batch, latency, ff, rounds)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 BYTES_PER_MB = 1_000_000
@@ -19,6 +19,8 @@ class Throughput:
     seconds: float
     failed: int = 0
     first_error: str | None = None
+    # % of one core used by each process while this was measured (see cpu.CpuMeter).
+    cpu_percent: dict[str, float] = field(default_factory=dict)
 
     @property
     def records_per_s(self) -> float:
@@ -37,6 +39,7 @@ class Throughput:
             "records_per_s": round(self.records_per_s, 1),
             "mb_per_s": round(self.mb_per_s, 3),
             "first_error": self.first_error,
+            "cpu_percent": self.cpu_percent,
         }
 
 
@@ -50,9 +53,13 @@ class Latency:
     p99_ms: float
     max_ms: float
     rate_per_s: int
+    cpu_percent: dict[str, float] = field(default_factory=dict)
 
     @classmethod
-    def from_samples(cls, samples_s: Sequence[float], failed: int, rate_per_s: int) -> Latency:
+    def from_samples(
+        cls, samples_s: Sequence[float], failed: int, rate_per_s: int,
+        cpu_percent: dict[str, float] | None = None,
+    ) -> Latency:
         ordered = sorted(samples_s)
         return cls(
             count=len(ordered),
@@ -61,6 +68,7 @@ class Latency:
             p99_ms=percentile(ordered, 99) * 1000,
             max_ms=(ordered[-1] if ordered else 0.0) * 1000,
             rate_per_s=rate_per_s,
+            cpu_percent=dict(cpu_percent or {}),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -71,6 +79,7 @@ class Latency:
             "p50_ms": round(self.p50_ms, 3),
             "p99_ms": round(self.p99_ms, 3),
             "max_ms": round(self.max_ms, 3),
+            "cpu_percent": self.cpu_percent,
         }
 
 

@@ -23,6 +23,7 @@ class SubscriberCount:
     first_at: float | None
     last_at: float | None
     slow_consumer_errors: int
+    cpu_s: float
 
 
 class BareSubscriber:
@@ -44,7 +45,7 @@ class BareSubscriber:
         except ValueError as exc:
             raise BenchError(f"bare subscriber printed {line!r}, not its count") from exc
         return SubscriberCount(state["count"], state["first"], state["last"],
-                               state["slow_consumer"])
+                               state["slow_consumer"], state["cpu_s"])
 
 
 @contextlib.asynccontextmanager

@@ -41,6 +41,6 @@ def verdicts(result: BenchResult) -> list[Verdict]:
             Verdict("fire-and-forget: zero drops", label, f"{ff.drops} dropped",
                     ff.drops == 0 and ff.slow_consumer_drops == 0),
         ]
-    found.append(Verdict("node peak RSS < 300 MB", None, f"{result.node_peak_rss_mb:.0f} MiB",
+    found.append(Verdict("node peak RSS < 300 MB", None, f"{result.node_peak_rss_mb:.0f} MB",
                          result.node_peak_rss_mb < RSS_TARGET_MB))
     return found

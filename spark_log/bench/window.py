@@ -14,6 +14,10 @@ from dataclasses import dataclass
 
 from spark_log.bench.publishers import PUBLISH_ERRORS
 
+# After this many failed publishes a run stops early: with a dead server every publish waits
+# out its ack timeout, and the figure is already "failed", not a rate.
+MAX_FAILED_PUBLISHES = 1000
+
 
 @dataclass
 class WindowOutcome:
@@ -33,11 +37,11 @@ async def run_window(
 
     ``outcome`` is filled in as the run goes, so a progress ticker can read ``acked``.
     A failed call is counted (with the first error kept), never retried: a retry would hide
-    the loss the benchmark exists to show.
+    the loss the benchmark exists to show. ``MAX_FAILED_PUBLISHES`` failures end the run.
     """
 
     async def worker() -> None:
-        while outcome.started < count:
+        while outcome.started < count and outcome.failed < MAX_FAILED_PUBLISHES:
             outcome.started += 1
             try:
                 await send()

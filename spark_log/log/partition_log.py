@@ -128,7 +128,8 @@ class PartitionLog:
         except OSError as exc:
             raise StorageError(f"cannot create log directory {directory}: {exc}") from exc
         marker = directory / CLEAN_SHUTDOWN_FILE
-        clean = marker.exists()
+        brand_new = not any(directory.iterdir())
+        clean = brand_new or marker.exists()
         remove_stray_files(directory)
         recovery_point = _read_checkpoint(directory / RECOVERY_POINT_FILE)
         if recovery_point is None:

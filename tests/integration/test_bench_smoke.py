@@ -19,18 +19,27 @@ SMOKE_RECORDS = 2000
 SMOKE_SIZE = 100
 SIDES = ("liftlog", "jetstream", "jetstream_sync_always")
 
+pytestmark = pytest.mark.timeout(60)
+
 
 @pytest.fixture(scope="module")
-def bench_json(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def bench_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, list]:
+    """One smoke run for the module; also the children it left behind (should be none)."""
+    before = set(live_children())  # other fixtures' servers may be running in this session
     out = tmp_path_factory.mktemp("bench") / "results.json"
     assert run_bench(records=SMOKE_RECORDS, sizes=[SMOKE_SIZE], json_path=out) == 0
-    return json.loads(Path(out).read_text())
+    leftovers = [c for c in live_children() if c not in before]
+    return json.loads(Path(out).read_text()), leftovers
 
 
-@pytest.mark.timeout(60)
-def test_every_process_is_stopped(bench_json):
-    assert bench_json["results"]
-    assert live_children() == []
+@pytest.fixture
+def bench_json(bench_run) -> dict:
+    return bench_run[0]
+
+
+def test_every_process_is_stopped(bench_run):
+    _, leftovers = bench_run
+    assert leftovers == []
 
 
 def test_per_message_acked_on_every_side(bench_json):
@@ -70,6 +79,7 @@ def test_fire_and_forget_loses_nothing(bench_json):
     for key in ("liftlog_records_per_s", "subscriber_records_per_s", "ratio",
                 "publisher_records_per_s"):
         assert ff[key] > 0, key
+    assert ff["cpu_percent"]["subscriber"] > 0
 
 
 def test_node_rss_and_targets(bench_json):

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from spark_log.errors import ExpectedOffsetMismatchError, LiftlogError, RecordTooLargeError
-from spark_log.wire import ack_prefix, ack_stream, decode_ack, encode_ack, encode_error
+from spark_log.wire import ack_prefix, decode_ack, encode_ack, encode_error, parse_ack
 
 
 def test_ack_json_shape():
@@ -18,7 +18,7 @@ def test_ack_json_shape():
 
 def test_error_ack_round_trip_is_typed():
     payload = encode_error(RecordTooLargeError("too big"), "s", 0)
-    assert ack_stream(payload) == "s"
+    assert parse_ack(payload)["stream"] == "s"
     with pytest.raises(RecordTooLargeError, match="too big"):
         decode_ack(payload)
     with pytest.raises(ExpectedOffsetMismatchError):
@@ -31,4 +31,5 @@ def test_unknown_error_codes_and_garbage():
     assert info.value.code == "brand_new"
     with pytest.raises(LiftlogError):
         decode_ack(b"not json")
-    assert ack_stream(b"[]") is None
+    with pytest.raises(LiftlogError):
+        parse_ack(b"[]")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ingest.dedup import DedupWindow
-from ingest.purgatory import PendingAck, Purgatory
+from ingest.purgatory import Purgatory
 from spark_log.errors import NotLeaderError
 
 
@@ -23,15 +23,15 @@ def test_dedup_window_expires_by_time_and_size():
 
 
 def test_purgatory_releases_in_offset_order():
-    done: list[int] = []
-    failed: list[str] = []
-    purgatory = Purgatory()
-    for end in (1, 3, 7):
-        purgatory.add(
-            PendingAck(end, lambda e=end: done.append(e), lambda exc: failed.append(exc.code))
-        )
+    done: list[str] = []
+    failed: list[tuple[str, str]] = []
+    purgatory: Purgatory[str] = Purgatory(
+        done.append, lambda item, exc: failed.append((item, exc.code))
+    )
+    for end, item in ((1, "a"), (3, "b"), (7, "c")):
+        purgatory.add(end, item)
     assert purgatory.release(3) == 2
-    assert done == [1, 3]
+    assert done == ["a", "b"]
     purgatory.fail_all(NotLeaderError("gone"))
-    assert failed == ["not_leader"]
+    assert failed == [("c", "not_leader")]
     assert len(purgatory) == 0
