@@ -158,11 +158,11 @@ def _batch_records(req: ProduceRequest, now: int) -> pa.RecordBatch:
         headers = pa.concat_arrays([pa.array([first], headers.type), headers.slice(1)])
     return pa.RecordBatch.from_arrays(
         [
-            pa.array([now] * n, pa.int64()),
+            pa.repeat(pa.scalar(now, pa.int64()), n),
             table.column("key").combine_chunks(),
             table.column("value").combine_chunks(),
             headers,
-            pa.array([req.subject] * n, pa.string()),
+            pa.repeat(pa.scalar(req.subject, pa.string()), n),
         ],
         names=["timestamp", "key", "value", "headers", "subject"],
     )

@@ -96,6 +96,7 @@ class PartitionReplica:
         self._flusher: asyncio.Task[None] | None = None
         self._flush_wanted = asyncio.Event()
         self._stopping = False
+        self._flushing = False
         self._outbox: list[tuple[str, bytes]] = []
         self._subscription: Any = None
         self.paused = False
@@ -272,24 +273,27 @@ class PartitionReplica:
         log_ = self.log
         start = log_.log_end_offset
         cycle = self._sequencer.sequence(items, start, self.leader_epoch, now_ms())
+        sync = self.config.log.fsync == "always"
+        # idle flusher (light load): append and fsync in one thread hop, for latency;
+        # busy flusher (heavy load): append only and let the flusher's next fsync cover it
+        inline_fsync = sync and not self._flushing and not self._flush_wanted.is_set()
         if cycle.batches:
+            append = self._append_and_flush if inline_fsync else self._append_trusted
             try:
-                await asyncio.get_running_loop().run_in_executor(
-                    None, self._append_trusted, log_, cycle.batches
-                )
+                await asyncio.get_running_loop().run_in_executor(None, append, log_, cycle.batches)
             except (OSError, LiftlogError) as exc:
                 self._go_offline(f"log append failed: {exc}")
                 for item in cycle.sequenced:
                     self._acks.error(item.request, StorageError(str(exc)))
                 return
-        if self.config.log.fsync != "always":
-            self._advance_hw()  # no durability wait: committed once written
+        if not sync or inline_fsync:
+            self._advance_hw()  # durable per the policy already: commit before routing acks
         self._acks.after_append(
             cycle.sequenced, cycle.end_offset, log_.high_watermark, self._isr_ok()
         )
         if cycle.batches:
             self._count(cycle.batches, cycle.end_offset - start)
-            if self.config.log.fsync == "always":
+            if sync and not inline_fsync:
                 self._flush_wanted.set()
         duplicates = sum(1 for item in cycle.sequenced if item.duplicate)
         if duplicates:
@@ -304,12 +308,15 @@ class PartitionReplica:
             self._flush_wanted.clear()
             if self._stopping:
                 return  # close() flushes
+            self._flushing = True
             try:
                 await loop.run_in_executor(None, self.log.flush)
             except (OSError, LiftlogError) as exc:
                 self._go_offline(f"log fsync failed: {exc}")
                 await self._send_acks()
                 return
+            finally:
+                self._flushing = False
             self._last_flush_ms = now_ms()
             self._advance_hw()
             await self._send_acks()
@@ -318,6 +325,11 @@ class PartitionReplica:
     def _append_trusted(log_: PartitionLog, batches: list[bytes]) -> None:
         """Append batches this leader just encoded: the CRC was computed in this process."""
         log_.append_many(batches, verify_crc=False)
+
+    @staticmethod
+    def _append_and_flush(log_: PartitionLog, batches: list[bytes]) -> None:
+        log_.append_many(batches, verify_crc=False)
+        log_.flush()
 
     def _count(self, batches: list[bytes], records: int) -> None:
         if batches:

@@ -7,7 +7,7 @@ Frame (big-endian, ``HEADER_SIZE`` = 43 bytes, Kafka's v2 layout minus producer 
 
     base_offset        int64   first offset in the batch (records have dense offsets base+i)
     batch_length       int32   bytes AFTER this field (crc .. end of payload)
-    crc                uint32  zlib.crc32 of every byte after the crc field
+    crc                uint32  CRC-32C (Castagnoli, as Kafka) of every byte after the crc field
     magic              int8    = MAGIC
     attributes         int16   = 0 (reserved)
     leader_epoch       int32
@@ -20,12 +20,12 @@ Frame (big-endian, ``HEADER_SIZE`` = 43 bytes, Kafka's v2 layout minus producer 
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from crc32c import crc32c
 
 from spark_log.errors import CorruptRecordError, InvalidRequestError, RecordTooLargeError
 
@@ -180,7 +180,7 @@ def encode_batch(base_offset: int, leader_epoch: int, records: pa.RecordBatch) -
     batch_length = CRC_END - LOG_OVERHEAD + len(tail) + payload.size
     if batch_length > MAX_BATCH_LENGTH:
         raise RecordTooLargeError(f"batch of {batch_length} bytes exceeds {MAX_BATCH_LENGTH}")
-    crc = zlib.crc32(payload, zlib.crc32(tail))
+    crc = crc32c(payload, crc32c(tail))
     return b"".join((_PREFIX.pack(base_offset, batch_length, crc), tail, payload))
 
 
@@ -219,7 +219,7 @@ def verify_batch(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHead
     """``decode_header`` plus the CRC check over the whole batch."""
     header = decode_header(buf, pos)
     view = memoryview(buf)[pos + CRC_END : pos + header.size]
-    actual = zlib.crc32(view)
+    actual = crc32c(view)
     if actual != header.crc:
         raise CorruptRecordError(
             f"crc mismatch in batch at offset {header.base_offset} (position {pos}): "
