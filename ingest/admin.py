@@ -86,7 +86,7 @@ def _describe_partition(node: IngestNode, name: str, p: int, state: Any) -> dict
         replica = node.replicas.replica(name, p)
     except (NotLeaderError, StreamNotFoundError):
         return body
-    log_ = replica._log
+    log_ = replica.open_log
     if log_ is not None:
         body.update(
             high_watermark=log_.high_watermark,

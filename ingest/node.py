@@ -180,13 +180,13 @@ class IngestNode:
 
     async def _on_nats_error(self, exc: Exception) -> None:
         if isinstance(exc, nats.errors.SlowConsumerError):
-            self._count_slow_consumer(exc.sid)
+            self._count_slow_consumer(exc.sub)
             return
         log.warning("NATS error: %s", exc)
 
-    def _count_slow_consumer(self, sid: int) -> None:
+    def _count_slow_consumer(self, subscription: object) -> None:
         for replica in self.replicas.replicas.values():
-            if replica.owns_subscription(sid):
+            if replica.owns_subscription(subscription):
                 if replica.count_slow_consumer_drop():
                     log.warning(
                         "slow consumer: %s/%d dropped NATS messages (%d so far)",
@@ -195,7 +195,7 @@ class IngestNode:
                         replica.slow_consumer_drops,
                     )
                 return
-        log.warning("slow consumer on unknown subscription %d", sid)
+        log.warning("slow consumer on a subscription no replica owns")
 
     async def _on_nats_disconnect(self) -> None:
         self.metrics.nats_disconnects.inc()

@@ -115,6 +115,11 @@ class PartitionReplica:
             raise ReplicaStoppedError(f"{self.spec.name}/{self.partition} is not open")
         return self._log
 
+    @property
+    def open_log(self) -> PartitionLog | None:
+        """The log, or None once the replica is closed (describe must not raise then)."""
+        return self._log
+
     async def open(self) -> None:
         """Open (and recover) the log, then rebuild the dedup window from its tail."""
         loop = asyncio.get_running_loop()
@@ -182,8 +187,8 @@ class PartitionReplica:
     def subscribed(self) -> bool:
         return self._subscription is not None
 
-    def owns_subscription(self, sid: int) -> bool:
-        return self._subscription is not None and getattr(self._subscription, "_id", None) == sid
+    def owns_subscription(self, subscription: object) -> bool:
+        return subscription is not None and subscription is self._subscription
 
     def count_slow_consumer_drop(self) -> bool:
         """Count a NATS drop; True when it should be logged (at most once a second)."""
@@ -506,17 +511,3 @@ class PartitionReplica:
             None, log_.offset_for_timestamp, timestamp_ms
         )
         return log_.high_watermark if found is None else min(found, log_.high_watermark)
-
-    def describe(self) -> dict[str, Any]:
-        log_ = self._log
-        return {
-            "partition": self.partition,
-            "leader": self.config.broker_id,
-            "leader_epoch": self.leader_epoch,
-            "isr": list(self.isr),
-            "high_watermark": log_.high_watermark if log_ else None,
-            "log_end_offset": log_.log_end_offset if log_ else None,
-            "log_start_offset": log_.log_start_offset if log_ else None,
-            "paused": self.paused,
-            "offline": self.offline_reason is not None,
-        }

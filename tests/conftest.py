@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
@@ -16,23 +15,15 @@ from pathlib import Path
 
 import pytest
 
-TESTS_DIR = Path(__file__).resolve().parent
-REPO_ROOT = TESTS_DIR.parent
-# Run from a checkout without `pip install -e .`, and let tests import `waiting`.
-for _path in (REPO_ROOT, TESTS_DIR):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
-
-from waiting import wait_for  # noqa: E402
-
-from coordinator.errors import ZNodeNotFoundError  # noqa: E402
-from coordinator.zk import ZkSession  # noqa: E402
-from spark_log.embedded import NatsServer, ZooKeeperServer, free_port  # noqa: E402
+from coordinator.errors import ZNodeNotFoundError
+from coordinator.zk import ZkSession
+from spark_log.embedded import NatsServer, ZooKeeperServer, free_port
+from tests.waiting import wait_for
 
 # Short enough that expiry tests are quick, long enough for a loaded CI machine.
 ZK_TEST_SESSION_TIMEOUT_S = 6.0
 
-__all__ = ["REPO_ROOT", "ZK_TEST_SESSION_TIMEOUT_S", "wait_for"]
+__all__ = ["ZK_TEST_SESSION_TIMEOUT_S", "wait_for"]
 
 
 @contextlib.contextmanager

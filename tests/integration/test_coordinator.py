@@ -9,7 +9,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from waiting import wait_for
 
 from coordinator.brokers import deregister_broker, live_brokers, register_broker
 from coordinator.errors import (
@@ -38,6 +37,7 @@ from spark_log.errors import (
     StreamNotFoundError,
 )
 from spark_log.stream_spec import StreamSpec
+from tests.waiting import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHILD_SESSION_TIMEOUT_S = 2.0

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import nats
 import pytest
-from waiting import wait_for
 
 from coordinator.zk import ZkSession
 from spark_log.config import DEFAULT_SEGMENT_BYTES
@@ -20,6 +19,7 @@ from spark_log.embedded.java import java_major_version
 from spark_log.embedded.probes import four_letter_word, http_ok
 from spark_log.embedded.process import live_children
 from spark_log.errors import ConfigError, InvalidRequestError, ProcessStartError
+from tests.waiting import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHILD_READY_TIMEOUT_S = 30.0
