@@ -16,7 +16,6 @@ from typing import Any
 
 from coordinator.streams import StreamStore
 from coordinator.znodes import PartitionState, StreamRecord
-
 from ingest.metrics import NodeMetrics
 from ingest.partition import PartitionReplica
 from spark_log.config import NodeConfig
