@@ -25,7 +25,7 @@ from ingest.api.server import ApiServer
 from ingest.metrics import NodeMetrics
 from ingest.replica_manager import ReplicaManager
 from spark_log.config import NodeConfig
-from spark_log.errors import UnavailableError
+from spark_log.errors import LiftlogError, UnavailableError
 from spark_log.log import build_record_batch, encode_batch
 
 log = logging.getLogger("liftlog.node")
@@ -48,13 +48,17 @@ class IngestNode:
         self.nc: NatsClient | None = None
         self.zk = ZkSession(config.zk_connect, config.zk_root, config.zk_session_timeout_s)
         self.store = StreamStore(self.zk)
-        self.replicas = ReplicaManager(config, self.store, self.metrics, self._publish, self._nats)
+        self.replicas = ReplicaManager(
+            config, self.store, self.metrics, self._publish, self._nats, self.zk
+        )
         self.api = ApiServer(self, config.api_host, config.api_port)
         self.ready = False
         self._stopping = asyncio.Event()
         self._reconcile_wanted = asyncio.Event()
         self._reconciler: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._session_lost = False
+        self._background: set[asyncio.Task[None]] = set()
 
     # ----------------------------------------------------------------- start / stop
 
@@ -158,9 +162,38 @@ class IngestNode:
         await self.replicas.reconcile()
 
     def _on_zk_state(self, state: str) -> None:
+        """Kazoo's thread: a leader whose session is in doubt stops acknowledging at once."""
         log.warning("ZooKeeper session %s", state)
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(self._zk_state_changed, state)
+
+    def _zk_state_changed(self, state: str) -> None:
         if state == "connected":
-            self._trigger_reconcile()
+            if self._session_lost:
+                self._session_lost = False
+                task = asyncio.ensure_future(self._reregister())
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+                return
+            self.replicas.fence_leaders(None)
+            self._reconcile_wanted.set()
+            return
+        self._session_lost = self._session_lost or state == "lost"
+        self.replicas.fence_leaders(f"ZooKeeper session {state}")
+
+    async def _reregister(self) -> None:
+        """The session expired: this broker is a new incarnation and must register again."""
+        try:
+            await asyncio.to_thread(
+                register_broker, self.zk, self.broker_info(), self._register_wait_s()
+            )
+        except LiftlogError as exc:
+            log.error("could not re-register broker %d: %s", self.config.broker_id, exc.message)
+            return
+        self.replicas.fence_leaders(None)
+        self._reconcile_wanted.set()
 
     # ----------------------------------------------------------------- NATS
 

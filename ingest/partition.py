@@ -1,7 +1,9 @@
-"""A partition replica hosted by this node: its log, and (as leader) its NATS ingest.
+"""A partition replica hosted by this node: its log, and its role (leader or follower).
 
-Everything that mutates the log runs on the replica's writer task, one executor hop at a time,
-so the log has exactly one writer; reads run concurrently in the executor, bounded by the HW.
+As leader it records the partition's NATS subject, serves follower fetches and advances the HW
+to the minimum LEO of the ISR; as follower it fetches from the leader and appends the leader's
+bytes. Exactly one task mutates the log at a time (the write lock): the leader's writer or the
+follower's fetcher. Reads run concurrently in the executor, bounded by the HW.
 """
 
 from __future__ import annotations
@@ -20,14 +22,19 @@ import nats.errors
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from coordinator.znodes import NO_LEADER, PartitionState
 from ingest.dedup import DedupWindow
 from ingest.errors import ReplicaStoppedError
+from ingest.fetch_server import FetchServer
+from ingest.fetcher import ReplicaFetcher
+from ingest.follower_state import FollowerTracker
 from ingest.leader import AckRouter, Sequencer, next_cycle, now_ms
 from ingest.metrics import NodeMetrics
 from ingest.produce_request import ProduceRequest, request_from_nats
 from spark_log.config import NodeConfig
 from spark_log.errors import (
     LiftlogError,
+    NotLeaderError,
     OffsetOutOfRangeError,
     StorageError,
     StreamPausedError,
@@ -39,7 +46,12 @@ from spark_log.wire import HEADER_BATCH_COUNT, HEADER_MSG_ID, ack_prefix, encode
 log = logging.getLogger("liftlog.partition")
 
 Publish = Callable[[str, bytes], Awaitable[None]]
+IsrWriter = Callable[[PartitionState, int, list[int]], Awaitable[tuple[PartitionState, int]]]
 IDLE_WAKEUP_S = 0.2
+ROLE_NONE = "none"
+ROLE_LEADER = "leader"
+ROLE_FOLLOWER = "follower"
+ROLE_OFFLINE = "offline"
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,8 @@ class PartitionReplica:
         publish: Publish,
         leader_epoch: int,
         isr: list[int],
+        replicas: tuple[int, ...] = (),
+        leader_id: int | None = None,
     ) -> None:
         self.spec = spec
         self.partition = partition
@@ -70,6 +84,17 @@ class PartitionReplica:
         self.config = config
         self.leader_epoch = leader_epoch
         self.isr = list(isr)
+        self.replicas = tuple(replicas) or (config.broker_id,)
+        self.leader_id = config.broker_id if leader_id is None else leader_id
+        self.role = ROLE_NONE
+        self.state_version = -1
+        self.fenced_reason: str | None = None
+        self._controller_epoch = 0
+        self.followers = FollowerTracker(config.broker_id, self.replicas)
+        self.isr_writer: IsrWriter | None = None
+        self._write_lock = asyncio.Lock()  # one log writer: the leader's writer or the fetcher
+        self._fetcher: ReplicaFetcher | None = None
+        self._fetch_server: FetchServer | None = None
         self._metrics = metrics
         self._labels = (spec.name, str(partition))
         self._records_in = metrics.records_in.labels(*self._labels)
@@ -82,6 +107,8 @@ class PartitionReplica:
         self._space = asyncio.Event()
         self._space.set()
         self._hw_event = asyncio.Event()
+        self._leo_event = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
         self._dedup = DedupWindow(
             int(config.ingest.dedup_window_s * 1000), config.ingest.dedup_max_ids
         )
@@ -126,10 +153,6 @@ class PartitionReplica:
         self._log = await loop.run_in_executor(
             None, lambda: PartitionLog.open(self.directory, self.config.log)
         )
-        # A single-replica leader's HW is its LEO: everything recovered was written by it.
-        if self.isr == [self.config.broker_id]:
-            self._log.set_high_watermark(self._log.log_end_offset)
-        await loop.run_in_executor(None, self._rebuild_dedup)
         self._update_gauges()
         name = f"{self.spec.name}-{self.partition}"
         self._writer = asyncio.create_task(self._run_writer(), name=f"writer-{name}")
@@ -137,8 +160,11 @@ class PartitionReplica:
 
     async def close(self) -> None:
         """Stop ingest, fail waiting requests, flush and close the log."""
+        await self._leave_role()
         await self.unsubscribe()
         await self._stop_tasks()
+        for task in list(self._tasks):
+            task.cancel()
         self._fail_waiting(ReplicaStoppedError(f"{self.spec.name}/{self.partition} is closing"))
         await self._send_acks()
         if self._log is not None:
@@ -200,6 +226,180 @@ class PartitionReplica:
             return True
         return False
 
+    # ----------------------------------------------------------------- roles
+
+    @property
+    def is_leader(self) -> bool:
+        return self.role == ROLE_LEADER and self.fenced_reason is None
+
+    def track_task(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def apply_state(
+        self, state: PartitionState, version: int, nc: Any, paused: bool, cluster: str
+    ) -> None:
+        """Take the role ZooKeeper gives this broker; a new leader epoch always re-enters it."""
+        me = self.config.broker_id
+        if state.leader == me:
+            role = ROLE_LEADER
+        elif state.leader == NO_LEADER:
+            role = ROLE_OFFLINE
+        else:
+            role = ROLE_FOLLOWER
+        same = role == self.role and state.leader_epoch == self.leader_epoch
+        self.state_version = version
+        self.isr = list(state.isr)
+        self.replicas = tuple(state.replicas)
+        self._controller_epoch = state.controller_epoch
+        if same:
+            if role == ROLE_LEADER:
+                await self._sync_subscription(nc, paused)
+                self._advance_hw()
+            return
+        await self._leave_role()
+        self.leader_epoch = state.leader_epoch
+        self.leader_id = state.leader
+        self.role = role
+        if role == ROLE_LEADER:
+            await self._become_leader(nc, paused, cluster)
+        elif role == ROLE_FOLLOWER:
+            self._fetcher = ReplicaFetcher(self, nc, cluster)
+            self._fetcher.start()
+        log.info(
+            "%s/%d: %s at leader epoch %d (leader %d, ISR %s)",
+            self.spec.name,
+            self.partition,
+            role,
+            state.leader_epoch,
+            state.leader,
+            list(state.isr),
+        )
+
+    async def _become_leader(self, nc: Any, paused: bool, cluster: str) -> None:
+        log_ = self.log
+        self.followers.reset(self.config.broker_id, self.replicas, now_ms())
+        if self.isr == [self.config.broker_id]:
+            log_.set_high_watermark(log_.log_end_offset)
+        await asyncio.get_running_loop().run_in_executor(None, self._rebuild_dedup)
+        self._fetch_server = FetchServer(self, nc, cluster)
+        await self._fetch_server.start()
+        await self._sync_subscription(nc, paused)
+        self._update_gauges()
+
+    async def _sync_subscription(self, nc: Any, paused: bool) -> None:
+        if paused and not self.paused:
+            await self.unsubscribe()
+            self.paused = True
+        elif not paused and not self.subscribed:
+            await self.subscribe(nc)
+
+    async def _leave_role(self) -> None:
+        """Stop what the old role did; a deposed leader fails everything it had not acked."""
+        if self.role == ROLE_LEADER:
+            await self.unsubscribe()
+            if self._fetch_server is not None:
+                await self._fetch_server.stop()
+                self._fetch_server = None
+            async with self._write_lock:  # the writer's cycle in progress completes first
+                self._fail_waiting(
+                    NotLeaderError(
+                        f"broker {self.config.broker_id} no longer leads "
+                        f"{self.spec.name}/{self.partition}"
+                    )
+                )
+            await self._send_acks()
+        if self._fetcher is not None:
+            await self._fetcher.stop()
+            self._fetcher = None
+        self.role = ROLE_NONE
+
+    def fence(self, reason: str | None) -> None:
+        """Stop (reason) or resume (None) acknowledging: the ZooKeeper session is in doubt."""
+        if reason is not None and self.fenced_reason is None and self.role == ROLE_LEADER:
+            log.warning("%s/%d: fenced, no more acks: %s", self.spec.name, self.partition, reason)
+            self._acks.purgatory.fail_all(NotLeaderError(reason))
+        self.fenced_reason = reason
+
+    # ----------------------------------------------------------------- replication
+
+    def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> None:
+        self.followers.record_fetch(replica_id, fetch_offset, self.log.log_end_offset, now_ms())
+        self._advance_hw()
+
+    async def wait_for_append(self, wait_ms: int) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._leo_event.wait(), wait_ms / 1000)
+
+    def _signal_append(self) -> None:
+        self._leo_event.set()
+        self._leo_event = asyncio.Event()
+
+    async def append_replicated(self, data: bytes) -> None:
+        """Append the leader's batches as they are (CRC verified), durable per the policy."""
+        batches = [view for _header, view in iter_batches(data, verify=False)]
+        sync = self.config.log.fsync == "always"
+
+        def append(log_: PartitionLog) -> None:
+            log_.append_many(batches)
+            if sync:
+                log_.flush()
+
+        async with self._write_lock:
+            await asyncio.get_running_loop().run_in_executor(None, append, self.log)
+        self._update_gauges()
+
+    def follow_high_watermark(self, leader_hw: int) -> None:
+        log_ = self.log
+        hw = min(leader_hw, log_.log_end_offset)
+        if hw > log_.high_watermark:
+            log_.set_high_watermark(hw)
+            self._signal_hw()
+
+    async def truncate_to(self, offset: int) -> None:
+        async with self._write_lock:
+            await asyncio.get_running_loop().run_in_executor(None, self.log.truncate_to, offset)
+        self._dedup.forget_from(offset)
+        self._update_gauges()
+
+    def fail_replication(self, reason: str) -> None:
+        self._go_offline(f"replication failed: {reason}")
+
+    async def _maintain_isr(self) -> None:
+        """Leader: shrink lagging followers out, expand caught-up ones in (ZooKeeper first)."""
+        if not self.is_leader or self.isr_writer is None or len(self.replicas) < 2:
+            return
+        now = now_ms()
+        max_lag_ms = int(self.config.replica_lag_time_max_s * 1000)
+        lagging = self.followers.lagging(self.isr, now, max_lag_ms)
+        returning = self.followers.caught_up(self.isr, self.log.high_watermark)
+        if not lagging and not returning:
+            return
+        new_isr = sorted((set(self.isr) - set(lagging)) | set(returning))
+        expected = PartitionState(
+            leader=self.config.broker_id,
+            leader_epoch=self.leader_epoch,
+            isr=tuple(self.isr),
+            replicas=self.replicas,
+            controller_epoch=self._controller_epoch,
+        )
+        try:
+            state, version = await self.isr_writer(expected, self.state_version, new_isr)
+        except LiftlogError as exc:
+            log.warning(
+                "%s/%d: ISR change to %s refused (%s): fencing until re-read",
+                self.spec.name,
+                self.partition,
+                new_isr,
+                exc.message,
+            )
+            self.fence(f"ISR write failed: {exc.message}")
+            return
+        log.info("%s/%d: ISR %s -> %s", self.spec.name, self.partition, self.isr, list(state.isr))
+        self.isr = list(state.isr)
+        self.state_version = version
+        self._advance_hw()
+
     # ----------------------------------------------------------------- produce
 
     async def _on_message(self, msg: Any) -> None:
@@ -219,6 +419,11 @@ class PartitionReplica:
 
     async def produce(self, requests: list[ProduceRequest]) -> list[tuple[int, int]]:
         """Append requests that did not come from NATS (REST publishes); wait for their acks."""
+        if not self.is_leader:
+            raise NotLeaderError(
+                f"broker {self.config.broker_id} does not lead {self.spec.name}/{self.partition}"
+                f" (leader: {self.leader_id})"
+            )
         if self.paused:
             raise StreamPausedError(f"stream {self.spec.name} is paused")
         self._raise_if_offline()
@@ -271,10 +476,25 @@ class PartitionReplica:
 
     async def _write_cycle(self, items: list[ProduceRequest]) -> None:
         """Sequence, encode and append one cycle; with fsync=always the flusher commits it."""
-        if self.offline_reason is not None:
+        refusal = self._write_refusal()
+        if refusal is not None:
             for req in items:
-                self._refuse(req, StorageError(self.offline_reason))
+                self._refuse(req, refusal)
             return
+        async with self._write_lock:
+            await self._write_cycle_locked(items)
+
+    def _write_refusal(self) -> LiftlogError | None:
+        if self.offline_reason is not None:
+            return StorageError(self.offline_reason)
+        if not self.is_leader:
+            return NotLeaderError(
+                self.fenced_reason
+                or f"broker {self.config.broker_id} does not lead {self.spec.name}/{self.partition}"
+            )
+        return None
+
+    async def _write_cycle_locked(self, items: list[ProduceRequest]) -> None:
         log_ = self.log
         start = log_.log_end_offset
         cycle = self._sequencer.sequence(items, start, self.leader_epoch, now_ms())
@@ -291,6 +511,7 @@ class PartitionReplica:
                 for item in cycle.sequenced:
                     self._acks.error(item.request, StorageError(str(exc)))
                 return
+        self._signal_append()
         if not sync or inline_fsync:
             self._advance_hw()  # durable per the policy already: commit before routing acks
         self._acks.after_append(
@@ -345,19 +566,26 @@ class PartitionReplica:
         return len(self.isr) >= self.spec.effective_min_isr
 
     def _advance_hw(self) -> None:
-        """Single-replica leader: HW follows the durable LEO (flushed LEO under fsync=always)."""
-        log_ = self.log
-        if self.isr != [self.config.broker_id] or not self._isr_ok():
+        """Leader: HW = min LEO over the ISR (the leader's own LEO counted once durable).
+
+        With |ISR| < min ISR the HW holds (KIP-966): nothing is committed on too few copies.
+        """
+        log_ = self._log
+        if log_ is None or not self.is_leader or not self._isr_ok():
             return
-        target = log_.log_end_offset
+        leader_leo = log_.log_end_offset
         if self.config.log.fsync == "always":
-            target = min(target, log_.flushed_offset)
+            leader_leo = min(leader_leo, log_.flushed_offset)
+        target = self.followers.high_watermark(leader_leo, self.isr)
         if target > log_.high_watermark:
             log_.set_high_watermark(target)
             self._acks.purgatory.release(target)
-            self._hw_event.set()
-            self._hw_event = asyncio.Event()
+            self._signal_hw()
             self._update_gauges()
+
+    def _signal_hw(self) -> None:
+        self._hw_event.set()
+        self._hw_event = asyncio.Event()
 
     async def _maintenance(self) -> None:
         """Idle-time work: interval fsync, HW checkpoint, retention, dedup expiry."""
@@ -373,6 +601,7 @@ class PartitionReplica:
             if now - self._last_hw_checkpoint_ms >= cfg.hw_checkpoint_interval_ms:
                 await loop.run_in_executor(None, self.log.checkpoint_high_watermark)
                 self._last_hw_checkpoint_ms = now
+            await self._maintain_isr()
             if now - self._last_retention_ms >= cfg.retention_check_interval_ms:
                 await self.apply_retention()
                 self._last_retention_ms = now

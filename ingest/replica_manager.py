@@ -14,12 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coordinator.isr import update_isr
 from coordinator.streams import StreamStore
+from coordinator.zk import ZkSession
 from coordinator.znodes import PartitionState, StreamRecord
 from ingest.metrics import NodeMetrics
-from ingest.partition import PartitionReplica
+from ingest.partition import IsrWriter, PartitionReplica
 from spark_log.config import NodeConfig
 from spark_log.errors import NotLeaderError, PartitionNotFoundError, StreamNotFoundError
+from spark_log.replication import cluster_token
 
 log = logging.getLogger("liftlog.replicas")
 
@@ -32,6 +35,7 @@ class StreamView:
 
     record: StreamRecord
     states: dict[int, PartitionState]
+    versions: dict[int, int]
 
 
 def partition_dir(data_dir: Path, record: StreamRecord, partition: int) -> Path:
@@ -47,9 +51,11 @@ class ReplicaManager:
         metrics: NodeMetrics,
         publish: Callable[[str, bytes], Awaitable[None]],
         nats: Callable[[], Any],
+        session: ZkSession,
     ) -> None:
         self.config = config
         self._store = store
+        self._session = session
         self._metrics = metrics
         self._publish = publish
         self._nats = nats
@@ -57,6 +63,7 @@ class ReplicaManager:
         self.replicas: dict[tuple[str, int], PartitionReplica] = {}
         self.streams: dict[str, StreamView] = {}
         self._lock = asyncio.Lock()
+        self.cluster = cluster_token(config.zk_root)
 
     # ----------------------------------------------------------------- lookups
 
@@ -90,7 +97,11 @@ class ReplicaManager:
         views = {}
         for record in self._store.list():
             states = self._store.partition_states(record.spec.name)
-            views[record.spec.name] = StreamView(record, {p: s for p, (s, _v) in states.items()})
+            views[record.spec.name] = StreamView(
+                record,
+                {p: state for p, (state, _v) in states.items()},
+                {p: version for p, (_s, version) in states.items()},
+            )
         return views
 
     async def _apply(self, views: dict[str, StreamView]) -> None:
@@ -105,12 +116,13 @@ class ReplicaManager:
     def _desired(
         self, views: dict[str, StreamView]
     ) -> dict[tuple[str, int], tuple[StreamView, PartitionState]]:
+        """Every partition with a replica on this broker, whatever its role."""
         me = self.config.broker_id
         return {
             (name, p): (view, state)
             for name, view in views.items()
             for p, state in view.states.items()
-            if state.leader == me
+            if me in state.replicas
         }
 
     async def _ensure(self, key: tuple[str, int], view: StreamView, state: PartitionState) -> None:
@@ -124,23 +136,32 @@ class ReplicaManager:
                 config=self.config,
                 metrics=self._metrics,
                 publish=self._publish,
-                leader_epoch=state.leader_epoch,
+                leader_epoch=-1,
                 isr=list(state.isr),
+                replicas=tuple(state.replicas),
+                leader_id=state.leader,
             )
+            replica.isr_writer = self._isr_writer(key)
             await replica.open()
             self.replicas[key] = replica
-            log.info(
-                "leading %s/%d at epoch %d (LEO %d)",
-                key[0],
-                key[1],
-                state.leader_epoch,
-                replica.log.log_end_offset,
+        await replica.apply_state(
+            state, view.versions[key[1]], self._nats(), view.record.paused, self.cluster
+        )
+
+    def _isr_writer(self, key: tuple[str, int]) -> IsrWriter:
+        async def write(
+            expected: PartitionState, version: int, new_isr: list[int]
+        ) -> tuple[PartitionState, int]:
+            return await asyncio.to_thread(
+                update_isr, self._session, key[0], key[1], expected, version, new_isr
             )
-        if view.record.paused and not replica.paused:
-            await replica.unsubscribe()
-            replica.paused = True
-        elif not view.record.paused and not replica.subscribed:
-            await replica.subscribe(self._nats())
+
+        return write
+
+    def fence_leaders(self, reason: str | None) -> None:
+        """The ZooKeeper session is in doubt (reason) or confirmed again (None)."""
+        for replica in self.replicas.values():
+            replica.fence(reason)
 
     async def _remove(self, key: tuple[str, int], views: dict[str, StreamView]) -> None:
         replica = self.replicas.pop(key)

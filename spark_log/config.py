@@ -31,6 +31,7 @@ DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 DEFAULT_ZK_CONNECT = "127.0.0.1:2181"
 DEFAULT_ZK_ROOT = "/liftlog"
 DEFAULT_ZK_SESSION_TIMEOUT_S = 6.0
+DEFAULT_REPLICA_LAG_TIME_MAX_S = 10.0
 
 DEFAULT_DEDUP_WINDOW_S = 120.0
 DEFAULT_DEDUP_MAX_IDS = 1_000_000
@@ -95,6 +96,7 @@ class NodeConfig:
     zk_connect: str = DEFAULT_ZK_CONNECT
     zk_root: str = DEFAULT_ZK_ROOT
     zk_session_timeout_s: float = DEFAULT_ZK_SESSION_TIMEOUT_S
+    replica_lag_time_max_s: float = DEFAULT_REPLICA_LAG_TIME_MAX_S
     log: LogConfig = field(default_factory=LogConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
 
@@ -105,7 +107,7 @@ class NodeConfig:
             raise ConfigError(f"api_port {self.api_port} is not a TCP port")
         if not self.zk_root.startswith("/") or self.zk_root.endswith("/"):
             raise ConfigError("zk_root must start with '/' and not end with '/'")
-        _positive(self, "zk_session_timeout_s")
+        _positive(self, "zk_session_timeout_s", "replica_lag_time_max_s")
 
     @property
     def api_url(self) -> str:

@@ -22,7 +22,12 @@ from ingest.produce_request import (
     local_request,
     normalize_batch_table,
 )
-from spark_log.errors import InvalidRequestError, RecordTooLargeError, UnavailableError
+from spark_log.errors import (
+    InvalidRequestError,
+    NotLeaderError,
+    RecordTooLargeError,
+    UnavailableError,
+)
 from spark_log.log import Record
 from spark_log.stream_spec import StreamSpec
 from spark_log.wire import ARROW_STREAM_MEDIA_TYPE, HEADER_KEY
@@ -106,11 +111,19 @@ def _record_routes(app: FastAPI, node: IngestNode) -> None:
         max_bytes: Annotated[int, Query(ge=1)] = 1024 * 1024,
         wait_ms: Annotated[int, Query(ge=0)] = 0,
         encoding: Encoding = "base64",
+        from_follower: Annotated[
+            bool, Query(description="serve from this broker's replica even if it is a follower")
+        ] = False,
     ) -> Response:
         """Committed records (below the high watermark) from an offset or a timestamp."""
         if offset is not None and timestamp is not None:
             raise InvalidRequestError("give offset or timestamp, not both")
         replica = node.replicas.replica(stream, partition)
+        if not from_follower and not replica.is_leader:
+            raise NotLeaderError(
+                f"broker {node.config.broker_id} does not lead {stream}/{partition} "
+                f"(leader: {replica.leader_id}); ask the leader or pass from_follower=true"
+            )
         limits = node.config.ingest
         if timestamp is not None:
             offset = await replica.offset_for_timestamp(timestamp)

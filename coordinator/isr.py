@@ -1,0 +1,85 @@
+"""The partition leader's own ISR writes (shrink a lagging follower, expand a caught-up one).
+
+Who writes a partition state when: the controller changes leaders and shrinks the ISR when a
+broker dies (``coordinator.fencing``); the leader shrinks and expands its ISR here. Both are
+conditional on the znode version, so each sees the other's write as a conflict instead of
+overwriting it. A leader's write must take effect in ZooKeeper before the leader acts on the
+new ISR (a shrunk ISR lets the HW advance without the follower: it must be durable first).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from coordinator.errors import InvalidIsrError, VersionConflictError, ZNodeNotFoundError
+from coordinator.zk import ZkSession
+from coordinator.znodes import NO_LEADER, PartitionState, partition_state_path, stream_path
+from spark_log.errors import PartitionNotFoundError, StreamNotFoundError
+from spark_log.stream_spec import validate_stream_name
+
+
+def read_partition_state(
+    session: ZkSession, stream: str, partition: int
+) -> tuple[PartitionState, int]:
+    """One partition's state and the znode version a conditional write must quote."""
+    validate_stream_name(stream)
+    try:
+        data, version = session.get_json(partition_state_path(stream, partition))
+    except ZNodeNotFoundError as exc:
+        raise _missing(session, stream, partition) from exc
+    return PartitionState.from_json(data), version
+
+
+def update_isr(
+    session: ZkSession,
+    stream: str,
+    partition: int,
+    expected: PartitionState,
+    expected_version: int,
+    new_isr: Sequence[int],
+) -> tuple[PartitionState, int]:
+    """The leader's conditional ISR write: (new state, new znode version).
+
+    Only the ISR changes; leader, leader epoch and controller epoch are kept from ``expected``.
+    The write succeeds only if the znode is still at ``expected_version``, which also proves
+    the leader and its epoch are unchanged. VersionConflictError otherwise: the controller (or
+    an earlier write) moved it, and the leader must re-read and, if it no longer leads with
+    this epoch, stop acknowledging. InvalidIsrError if ``new_isr`` leaves out the leader,
+    repeats a broker or names a non-replica.
+    """
+    validate_stream_name(stream)
+    isr = _checked_isr(expected, new_isr)
+    updated = dataclasses.replace(expected, isr=isr)
+    try:
+        version = session.set_json(
+            partition_state_path(stream, partition), updated.to_json(), expected_version
+        )
+    except VersionConflictError as exc:
+        raise VersionConflictError(
+            f"partition {stream}/{partition} changed since version {expected_version} "
+            f"(leader {expected.leader}, leader_epoch {expected.leader_epoch}): re-read it; "
+            "stop acknowledging unless still the leader"
+        ) from exc
+    except ZNodeNotFoundError as exc:
+        raise _missing(session, stream, partition) from exc
+    return updated, version
+
+
+def _checked_isr(expected: PartitionState, new_isr: Sequence[int]) -> tuple[int, ...]:
+    isr = tuple(new_isr)
+    if expected.leader == NO_LEADER:
+        raise InvalidIsrError("an offline partition has no leader to change its ISR")
+    if expected.leader not in isr:
+        raise InvalidIsrError(f"the ISR {list(isr)} must keep its leader {expected.leader}")
+    if len(set(isr)) != len(isr) or not set(isr) <= set(expected.replicas):
+        raise InvalidIsrError(
+            f"the ISR {list(isr)} must be distinct replicas of {list(expected.replicas)}"
+        )
+    return isr
+
+
+def _missing(session: ZkSession, stream: str, partition: int) -> Exception:
+    if not session.exists(stream_path(stream)):
+        return StreamNotFoundError(f"stream {stream!r} not found")
+    return PartitionNotFoundError(f"stream {stream!r} has no partition {partition}")

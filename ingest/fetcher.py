@@ -1,0 +1,151 @@
+"""The follower's side of replication: truncate by leader epoch, then fetch and append.
+
+On becoming a follower the replica asks the leader for the end offset of its own latest epoch
+and truncates to it (KIP-101/279), never merely to its HW: a divergent uncommitted tail from an
+old leadership is cut exactly where the logs part. It then long-polls the leader from its LEO,
+appends the leader's bytes unchanged and takes the HW the leader reports (capped by its LEO).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+import nats.errors
+
+from spark_log.errors import InvalidRequestError, LiftlogError
+from spark_log.replication import (
+    HEADER_FETCH_META,
+    EpochRequest,
+    EpochResponse,
+    FetchMeta,
+    FetchRequest,
+    epoch_subject,
+    fetch_subject,
+)
+
+if TYPE_CHECKING:
+    from ingest.partition import PartitionReplica
+
+log = logging.getLogger("liftlog.fetcher")
+
+FETCH_WAIT_MS = 500
+FETCH_MAX_BYTES = 4 * 1024 * 1024
+REQUEST_TIMEOUT_S = 5.0
+RETRY_BACKOFF_S = 0.2
+
+
+class ReplicaFetcher:
+    def __init__(self, replica: PartitionReplica, nc: Any, cluster: str) -> None:
+        self._replica = replica
+        self._nc = nc
+        self._cluster = cluster
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self.leader_id = replica.leader_id
+        self.leader_epoch = replica.leader_epoch
+
+    def start(self) -> None:
+        name = f"fetcher-{self._replica.spec.name}-{self._replica.partition}"
+        self._task = asyncio.create_task(self._run(), name=name)
+
+    async def stop(self) -> None:
+        """Finish the step in progress (an append must not outlive the role)."""
+        self._stopping = True
+        task, self._task = self._task, None
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self) -> None:
+        truncated = False
+        while not self._stopping:
+            try:
+                if not truncated:
+                    truncated = await self._truncate_by_epoch()
+                    continue
+                if not await self._fetch_once():
+                    await self._backoff()
+            except (nats.errors.Error, OSError, InvalidRequestError) as exc:
+                log.debug("fetch from broker %d failed: %s", self.leader_id, exc)
+                await self._backoff()
+            except LiftlogError as exc:
+                log.error("%s: replication stopped: %s", self._name(), exc.message)
+                self._replica.fail_replication(exc.message)
+                return
+
+    async def _backoff(self) -> None:
+        if not self._stopping:
+            await asyncio.sleep(RETRY_BACKOFF_S)
+
+    def _name(self) -> str:
+        return f"{self._replica.spec.name}/{self._replica.partition}"
+
+    async def _truncate_by_epoch(self) -> bool:
+        r = self._replica
+        latest = r.log.latest_epoch
+        if latest is None:
+            return True  # empty log: nothing can diverge
+        req = EpochRequest(r.config.broker_id, self.leader_epoch, latest)
+        subject = epoch_subject(self._cluster, r.spec.name, r.partition, self.leader_id)
+        msg = await self._nc.request(subject, req.encode(), timeout=REQUEST_TIMEOUT_S)
+        resp = EpochResponse.decode(msg.data)
+        if resp.error is not None:
+            log.info("%s: epoch query refused (%s); retrying", self._name(), resp.message)
+            return False
+        target = self._truncation_target(resp)
+        if target < r.log.log_end_offset:
+            log.warning(
+                "%s: truncating divergent tail %d..%d (leader epoch %d ends at %d)",
+                self._name(),
+                target,
+                r.log.log_end_offset,
+                resp.epoch,
+                resp.end_offset,
+            )
+            await r.truncate_to(target)
+        return True
+
+    def _truncation_target(self, resp: EpochResponse) -> int:
+        """KIP-279: min(leader's end offset of the epoch, our own end offset of that epoch)."""
+        log_ = self._replica.log
+        if resp.end_offset < 0:
+            return min(log_.high_watermark, log_.log_end_offset)  # leader knows no such epoch
+        own_epoch, own_end = log_.end_offset_for_epoch(resp.epoch)
+        own = own_end if own_epoch == resp.epoch and own_end >= 0 else log_.log_end_offset
+        return min(resp.end_offset, own, log_.log_end_offset)
+
+    async def _fetch_once(self) -> bool:
+        r = self._replica
+        req = FetchRequest(
+            r.config.broker_id,
+            self.leader_epoch,
+            r.log.log_end_offset,
+            FETCH_MAX_BYTES,
+            FETCH_WAIT_MS,
+        )
+        subject = fetch_subject(self._cluster, r.spec.name, r.partition, self.leader_id)
+        msg = await self._nc.request(
+            subject, req.encode(), timeout=REQUEST_TIMEOUT_S + FETCH_WAIT_MS / 1000
+        )
+        meta_text = (msg.headers or {}).get(HEADER_FETCH_META)
+        if meta_text is None:
+            raise InvalidRequestError("fetch response without metadata")
+        meta = FetchMeta.decode(meta_text)
+        if meta.error is not None:
+            log.info(
+                "%s: fetch refused by broker %d: %s %s",
+                self._name(),
+                self.leader_id,
+                meta.error,
+                meta.message,
+            )
+            return False
+        if meta.leader_epoch != self.leader_epoch:
+            return False  # an answer from another leadership: ignore it
+        if msg.data:
+            await r.append_replicated(msg.data)
+        r.follow_high_watermark(meta.high_watermark)
+        return True
