@@ -32,6 +32,8 @@ from spark_log.wire import HEADER_BATCH_COUNT, HEADER_MSG_ID
 log = logging.getLogger("liftlog.leader")
 
 AckSender = Callable[[str, bytes], None]
+# A stored batch must fit in one NATS message (default max payload 1 MiB) with room to spare.
+MAX_STORED_BATCH_BYTES = 512 * 1024
 
 
 def now_ms() -> int:
@@ -86,8 +88,10 @@ class Sequencer:
                 continue
             if req.records is not None:
                 self._flush_singles(singles, result, leader_epoch)
-                rb = _batch_records(req, now)
-                result.batches.append(encode_batch(result.end_offset, leader_epoch, rb))
+                base = result.end_offset
+                for rb in _split(_batch_records(req, now), MAX_STORED_BATCH_BYTES):
+                    result.batches.append(encode_batch(base, leader_epoch, rb))
+                    base += rb.num_rows
             else:
                 if not singles.timestamps:
                     singles.base_offset = result.end_offset
@@ -142,6 +146,15 @@ class _Columns:
         self.values.append(req.value)
         self.headers.append(req.headers)
         self.subjects.append(req.subject)
+
+
+def _split(batch: pa.RecordBatch, max_bytes: int) -> list[pa.RecordBatch]:
+    """Slices of at most ``max_bytes`` of Arrow data (at least one row each), so that every
+    stored batch fits in one NATS message when followers fetch it."""
+    if batch.nbytes <= max_bytes:
+        return [batch]
+    rows = max(1, batch.num_rows * max_bytes // batch.nbytes)
+    return [batch.slice(start, rows) for start in range(0, batch.num_rows, rows)]
 
 
 def _batch_records(req: ProduceRequest, now: int) -> pa.RecordBatch:

@@ -77,3 +77,15 @@ async def test_next_cycle_bounds_records_and_bytes():
     big = [_req(b"x" * 1000)]
     assert len(await next_cycle(big, wakeup, 0.01, max_records=100, max_bytes=10)) == 1
     assert await next_cycle([], wakeup, 0.01, max_records=1, max_bytes=1) == []
+
+
+def test_large_producer_batches_are_stored_as_several_batches():
+    seq, _errors = _sequencer()
+    table = normalize_batch_table(pa.table({"value": [b"x" * 1024] * 1500}), SPEC)
+    cycle = seq.sequence([ProduceRequest("s.in", None, "all", None, None, records=table)], 0, 0, 1)
+    headers = [h for h, _ in iter_batches(b"".join(cycle.batches))]
+    assert len(headers) > 1
+    assert all(len(b) < 1024 * 1024 for b in cycle.batches)
+    assert [h.base_offset for h in headers] == sorted(h.base_offset for h in headers)
+    assert sum(h.record_count for h in headers) == 1500 == cycle.end_offset
+    assert (cycle.sequenced[0].offset, cycle.sequenced[0].count) == (0, 1500)
