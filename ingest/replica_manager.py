@@ -81,7 +81,7 @@ class ReplicaManager:
             state = view.states.get(partition)
             leader = state.leader if state else None
             raise NotLeaderError(
-                f"broker {self.config.broker_id} does not lead "
+                f"broker {self.config.broker_id} has no replica of "
                 f"{stream}/{partition}; the leader is broker {leader}"
             )
         return replica

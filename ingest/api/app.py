@@ -79,6 +79,12 @@ def _stream_routes(app: FastAPI, node: IngestNode) -> None:
     async def describe_stream(stream: str) -> dict[str, Any]:
         return await admin.describe_stream(node, stream)
 
+    @app.get("/v1/streams/{stream}/partitions/{partition}", tags=["streams"])
+    async def partition_view(stream: str, partition: int) -> dict[str, Any]:
+        """This broker's own view of its replica (role, epoch, HW, LEO; followers' LEOs on
+        the leader)."""
+        return admin.local_partition_view(node, stream, partition)
+
     @app.delete("/v1/streams/{stream}", tags=["streams"])
     async def delete_stream(stream: str) -> dict[str, Any]:
         await admin.delete_stream(node, stream)

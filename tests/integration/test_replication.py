@@ -35,6 +35,12 @@ async def test_rf3_acks_all_replicates_to_every_replica(make_node, stream_name):
         wait_for(lambda node=node: _records(node, stream_name)["high_watermark"] == 200, 20,
                  message=f"broker {node.broker_id} caught up")
     values = [[r["value"] for r in _records(n, stream_name)["records"]] for n in nodes]
+    # describe from any broker shows the leader's view, every replica's LEO included
+    follower = next(n for n in nodes if n.broker_id != leader.broker_id)
+    with httpx.Client(base_url=follower.api_url, timeout=30) as api:
+        described = api.get(f"/v1/streams/{stream_name}").json()["partitions"][0]
+    assert described["high_watermark"] == 200
+    assert described["replica_log_end_offsets"] == {"1": 200, "2": 200, "3": 200}
     assert values[0] == values[1] == values[2]
     assert values[0][:2] == ["r0", "r1"] and values[0][-1] == "b149"
 

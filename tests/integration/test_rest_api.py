@@ -61,6 +61,7 @@ def test_list_describe_delete_removes_data(api, node, stream_name):
         "log_start_offset": 0,
         "lake_offset": None,
         "offline": False,
+        "replica_log_end_offsets": {"1": 0},
     }
     api.post(
         f"/v1/streams/{stream_name}/partitions/0/records",
