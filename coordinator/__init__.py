@@ -1,4 +1,4 @@
-"""Everything ZooKeeper: znode layout, the kazoo adapter, brokers, assignment, streams.
+"""Everything ZooKeeper: znodes, the kazoo adapter, brokers, streams, the controller.
 
 Depends on ``spark_log`` and kazoo only; kazoo's exceptions are converted in
 ``coordinator.zk`` and never leave this package.

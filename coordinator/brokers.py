@@ -108,3 +108,25 @@ def _in_use_message(session: ZkSession, broker_id: int, waited_s: float) -> str:
         "previous incarnation's session has not expired yet: stop the other node, or use a "
         "different broker_id."
     )
+
+
+def live_broker_epochs(session: ZkSession) -> dict[int, int]:
+    """Each registered broker's epoch: the czxid of its registration znode (Kafka's KIP-380).
+
+    A broker that restarts registers a new ephemeral znode, whose creation zxid is larger than
+    any before it, so the controller can tell a new incarnation of broker 2 (which may have
+    lost unflushed records and must not simply keep leading) from the same broker seen again.
+    The epoch is read from the znode's metadata, not stored in its JSON, so registrations stay
+    exactly as they were.
+    """
+    try:
+        ids = session.children(BROKER_IDS_PATH)
+    except ZNodeNotFoundError:
+        return {}
+    epochs = {}
+    for name in ids:
+        try:
+            epochs[int(name)] = session.creation_zxid(broker_path(int(name)))
+        except ZNodeNotFoundError:  # expired between the listing and the read
+            continue
+    return dict(sorted(epochs.items()))

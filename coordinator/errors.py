@@ -75,3 +75,51 @@ class BrokerIdInUseError(CoordinatorError):
 
 class InvalidReplicationFactorError(InvalidRequestError):
     """Kafka's InvalidReplicationFactorException: more replicas asked than live brokers."""
+
+
+class ControllerMovedError(CoordinatorError):
+    """A controller's fenced write lost its ``/v1/controller_epoch`` check.
+
+    A newer controller was elected since this one read the epoch: the writer is a zombie and
+    must resign (stop acting) instead of retrying. Kafka's ControllerMovedException.
+    """
+
+    code = "controller_moved"
+
+
+class NotControllerError(CoordinatorError):
+    """A controller request (controlled shutdown, unclean election) reached a non-controller.
+
+    Only the elected controller acts; the caller must send the request to the current
+    controller (``coordinator.controller_election.current_controller``).
+    """
+
+    code = "not_controller"
+
+
+class ControllerBusyError(CoordinatorError, UnavailableError):
+    """The controller's bounded event queue is full; retry later (HTTP 503)."""
+
+    code = "controller_busy"
+
+
+class ElectionNotNeededError(InvalidRequestError):
+    """Unclean election asked for a partition that a clean election can serve.
+
+    Kafka's ELECTION_NOT_NEEDED: a live leader or a live in-sync replica exists, so choosing an
+    out-of-sync replica would throw away acknowledged records for nothing.
+    """
+
+    code = "election_not_needed"
+
+
+class IneligibleReplicaError(InvalidRequestError):
+    """The broker asked to lead is not a live replica of the partition (or none is live)."""
+
+    code = "ineligible_replica"
+
+
+class InvalidIsrError(InvalidRequestError):
+    """A leader's ISR change is malformed: not within the replicas, or without the leader."""
+
+    code = "invalid_isr"

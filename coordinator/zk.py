@@ -216,6 +216,17 @@ class ZkSession:
             _raw, stat = self._client.retry(self._client.get, full)
         return int(stat.ephemeralOwner) or None
 
+    def creation_zxid(self, path: str) -> int:
+        """The zxid of the transaction that created the znode (its ``czxid``).
+
+        zxids only grow, so a znode deleted and created again (a broker's registration after a
+        restart) gets a larger one: this is what makes it usable as an incarnation number.
+        """
+        full = self.absolute(path)
+        with _converted(full):
+            _raw, stat = self._client.retry(self._client.get, full)
+        return int(stat.czxid)
+
     def children(self, path: str) -> list[str]:
         """Child names, sorted (ZooKeeper returns them in no particular order)."""
         full = self.absolute(path)

@@ -26,7 +26,7 @@ INITIAL_CONTROLLER_EPOCH = 0
 V1 = "/v1"
 BROKER_IDS_PATH = f"{V1}/brokers/ids"
 STREAMS_PATH = f"{V1}/streams"
-# Reserved for the controller milestone: the elected controller (ephemeral) and its epoch.
+# The elected controller (ephemeral) and the controller generation (persistent, fencing).
 CONTROLLER_PATH = f"{V1}/controller"
 CONTROLLER_EPOCH_PATH = f"{V1}/controller_epoch"
 
@@ -142,6 +142,42 @@ class PartitionState:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PartitionState:
         return _from_versioned(cls, data, "partition state")
+
+
+@dataclass(frozen=True)
+class ControllerInfo:
+    """Who controls the cluster, and in which generation (the ephemeral ``/v1/controller``).
+
+    Ephemeral so that the controller's death (session expiry) frees the seat by itself.
+    """
+
+    broker_id: int
+    controller_epoch: int
+
+    def to_json(self) -> dict[str, Any]:
+        return _versioned(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ControllerInfo:
+        return _from_versioned(cls, data, "controller")
+
+
+@dataclass(frozen=True)
+class ControllerEpoch:
+    """The latest controller generation (the persistent ``/v1/controller_epoch``).
+
+    Persistent, unlike the controller znode, so that generations only ever increase; its znode
+    version is what every controller write checks (the fence).
+    """
+
+    controller_epoch: int
+
+    def to_json(self) -> dict[str, Any]:
+        return _versioned(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ControllerEpoch:
+        return _from_versioned(cls, data, "controller epoch")
 
 
 def _versioned(obj: Any) -> dict[str, Any]:

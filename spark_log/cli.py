@@ -237,18 +237,28 @@ def _print_describe(body: dict[str, Any]) -> None:
     rows = [
         [
             p["partition"],
-            p["leader"],
+            _leader(p["leader"]),
             p["leader_epoch"],
             _ids(p["replicas"]),
             _ids(p["isr"]),
             _num(p["high_watermark"]),
             _num(p["log_end_offset"]),
+            _leos(p.get("replica_log_end_offsets") or {}),
             _num(p.get("lake_offset")),
             "OFFLINE" if p["offline"] else "",
         ]
         for p in body.get("partitions", [])
     ]
-    _print_table(["PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "HW", "LEO", "LAKE", ""], rows)
+    headers = ["PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "HW", "LEO", "REPLICA LEOS"]
+    _print_table([*headers, "LAKE", ""], rows)
+
+
+def _leader(leader: int) -> str:
+    return "none" if leader < 0 else str(leader)
+
+
+def _leos(leos: dict[str, int]) -> str:
+    return ",".join(f"{b}:{o}" for b, o in sorted(leos.items(), key=lambda kv: int(kv[0])))
 
 
 def _ids(ids: list[int]) -> str:

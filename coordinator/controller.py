@@ -1,0 +1,510 @@
+"""The controller: Kafka's classic ZooKeeper controller, with Jepsen's lessons built in.
+
+Every ingest node runs a ``Controller``; the one elected through ``/v1/controller`` acts. It
+moves leadership when brokers die (only ever to an in-sync replica), shrinks ISRs of dead
+followers, reports offline partitions loudly, moves leadership off a broker that shuts down
+cleanly, and performs unclean elections only when an operator explicitly asks.
+
+Threading: kazoo callbacks (watches, session states) only hop onto the asyncio loop with
+``call_soon_threadsafe`` and never block. All work goes through one serial queue taken by one
+task (``coordinator.controller_events``), and every ZooKeeper call runs in a worker thread
+(``asyncio.to_thread``). Every state write is fenced by the controller epoch
+(``coordinator.fencing``): a failed fence means a newer controller exists, and this one
+resigns at once instead of retrying.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Set as AbstractSet
+from typing import TypeVar
+
+from coordinator import leader_selection
+from coordinator.brokers import live_broker_epochs
+from coordinator.controller_actions import (
+    PartitionChange,
+    PartitionKey,
+    Rule,
+    ScanResult,
+    apply_everywhere,
+    apply_to_partition,
+)
+from coordinator.controller_election import (
+    ControllerFence,
+    holds_controllership,
+    release_seat,
+    try_become_controller,
+)
+from coordinator.controller_events import (
+    DEFAULT_CONTROLLER_MAX_REQUESTS,
+    ControlledShutdown,
+    Event,
+    EventQueue,
+    Notice,
+    Request,
+    Rescan,
+    UncleanElection,
+)
+from coordinator.errors import (
+    ControllerMovedError,
+    CoordinatorError,
+    NotControllerError,
+    ZkUnavailableError,
+)
+from coordinator.stream_watch import StreamWatch
+from coordinator.streams import StreamStore
+from coordinator.zk import SessionState, WatchHandle, ZkSession
+from coordinator.znodes import BROKER_IDS_PATH, CONTROLLER_PATH, PartitionState
+from spark_log.errors import LiftlogError, RequestTimeoutError
+
+log = logging.getLogger("liftlog.controller")
+
+DEFAULT_CONTROLLER_REQUEST_TIMEOUT_S = 30.0
+# After ZooKeeper was unreachable mid-event, try the event again this much later (while the
+# session is connected; a reconnect queues its own re-check).
+ZK_RETRY_DELAY_S = 1.0
+
+T = TypeVar("T")
+
+
+class Controller:
+    """Campaigns for the controller seat and, while holding it, keeps partitions led.
+
+    ``session`` is the node's ZooKeeper session (shared with its broker registration; the
+    controller never closes it). ``broker_id`` is written into ``/v1/controller``.
+    """
+
+    def __init__(
+        self,
+        session: ZkSession,
+        broker_id: int,
+        *,
+        max_requests: int = DEFAULT_CONTROLLER_MAX_REQUESTS,
+        request_timeout_s: float = DEFAULT_CONTROLLER_REQUEST_TIMEOUT_S,
+    ) -> None:
+        self._session = session
+        self._broker_id = broker_id
+        self._max_requests = max_requests
+        self._request_timeout_s = request_timeout_s
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._events: EventQueue | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._fence: ControllerFence | None = None
+        self._seat_watch: WatchHandle | None = None
+        self._broker_watch: WatchHandle | None = None
+        self._stream_watch: StreamWatch | None = None
+        self._needs_full_scan = False
+        self._broker_epochs: dict[int, int] = {}
+        self._offline: set[PartitionKey] = set()
+        self._in_flight: Request | None = None
+
+    # -- public ----------------------------------------------------------------------------
+
+    @property
+    def broker_id(self) -> int:
+        return self._broker_id
+
+    @property
+    def is_controller(self) -> bool:
+        """True while this node holds the seat and acts on it."""
+        return self._fence is not None
+
+    @property
+    def controller_epoch(self) -> int | None:
+        """The epoch this node won, None while it is not the controller."""
+        fence = self._fence
+        return fence.controller_epoch if fence is not None else None
+
+    async def start(self) -> None:
+        """Start the event task and watch the seat; the first campaign follows at once."""
+        self._loop = asyncio.get_running_loop()
+        self._events = EventQueue(self._max_requests)
+        self._task = self._loop.create_task(self._run(), name=f"controller-{self._broker_id}")
+        self._task.add_done_callback(self._on_task_done)
+        self._session.add_state_listener(self._on_session_state)
+        self._seat_watch = await asyncio.to_thread(
+            self._session.watch_data, CONTROLLER_PATH, self._on_seat_changed
+        )
+
+    async def stop(self) -> None:
+        """Stop acting and hand the seat over at once (the others need not wait for expiry)."""
+        self._stopping = True
+        self._session.remove_state_listener(self._on_session_state)
+        if self._seat_watch is not None:
+            self._seat_watch.cancel()
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        waiting = self._events.drain_requests() if self._events is not None else []
+        for request in [self._in_flight, *waiting]:
+            if request is not None:
+                _fail(request, NotControllerError("the controller stopped"))
+        await self._resign("stopping", release=True)
+
+    async def controlled_shutdown(self, broker_id: int) -> int:
+        """Move leadership off ``broker_id``; how many partitions it still leads afterwards.
+
+        A partition whose only live in-sync replica is ``broker_id`` stays with it (moving it
+        would make it offline); the count says how many, so the caller can report or wait.
+        """
+        reply: asyncio.Future[int] = self._require_loop().create_future()
+        return await self._request(ControlledShutdown(broker_id, reply), reply)
+
+    async def elect_unclean(
+        self, stream: str, partition: int, broker_id: int | None = None
+    ) -> PartitionState:
+        """The explicit admin action: make a live out-of-sync replica lead an offline partition.
+
+        Records acknowledged by the old ISR beyond the new leader's log end are lost; refused
+        (ElectionNotNeededError) while a clean election is possible.
+        """
+        reply: asyncio.Future[PartitionState] = self._require_loop().create_future()
+        return await self._request(UncleanElection(stream, partition, broker_id, reply), reply)
+
+    async def rescan(self) -> ScanResult:
+        """Apply the leader rules to every partition now (after a manual fix, or to be sure)."""
+        reply: asyncio.Future[ScanResult] = self._require_loop().create_future()
+        return await self._request(Rescan(reply), reply)
+
+    # -- kazoo callbacks: hop onto the loop, nothing else ------------------------------------
+
+    def _on_seat_changed(self, _data: object, _version: int | None) -> None:
+        self._hop(Notice.CONTROLLER_CHANGED)
+
+    def _on_brokers_changed(self, _children: list[str]) -> None:
+        self._hop(Notice.BROKERS_CHANGED)
+
+    def _on_streams_changed(self) -> None:
+        self._hop(Notice.STREAMS_CHANGED)
+
+    def _on_session_state(self, state: SessionState) -> None:
+        if state == "lost":
+            self._hop(Notice.SESSION_LOST)
+        elif state == "connected":
+            self._hop(Notice.SESSION_CONNECTED)
+
+    def _hop(self, notice: Notice) -> None:
+        loop, events = self._loop, self._events
+        if self._stopping or loop is None or events is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed between check and call
+            loop.call_soon_threadsafe(events.notify, notice)
+
+    # -- the event task --------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        events = self._events
+        if events is None:
+            return
+        while True:
+            event = await events.get()
+            # Left set if the task is cancelled mid-request, so stop() can answer it.
+            self._in_flight = None if isinstance(event, Notice) else event
+            await self._handle(event)
+            self._in_flight = None
+
+    async def _handle(self, event: Event) -> None:
+        if isinstance(event, Notice):
+            await self._handle_notice(event)
+        else:
+            await self._handle_request(event)
+
+    async def _handle_notice(self, notice: Notice) -> None:
+        try:
+            await self._on_notice(notice)
+        except ControllerMovedError as exc:
+            await self._resign(exc.message, release=True)
+            self._retry_later(Notice.CONTROLLER_CHANGED, now=True)
+        except ZkUnavailableError as exc:
+            log.warning("controller: ZooKeeper unavailable during %s: %s", notice.value, exc)
+            self._retry_later(notice)
+        except LiftlogError as exc:
+            log.error("controller: %s failed: %s", notice.value, exc)
+
+    async def _on_notice(self, notice: Notice) -> None:
+        if notice is Notice.SESSION_LOST:
+            await self._resign("the ZooKeeper session expired", release=False)
+        elif notice in (Notice.CONTROLLER_CHANGED, Notice.SESSION_CONNECTED):
+            if notice is Notice.SESSION_CONNECTED:
+                self._needs_full_scan = True  # changes may have been missed while away
+            await self._check_seat_or_campaign()
+        elif notice is Notice.BROKERS_CHANGED and self._fence is not None:
+            await self._apply_broker_change()
+        elif notice is Notice.STREAMS_CHANGED and self._fence is not None:
+            await self._scan(await self._live_brokers())
+
+    async def _handle_request(self, request: Request) -> None:
+        try:
+            result: object = await self._serve(request)
+        except ControllerMovedError as exc:
+            await self._resign(exc.message, release=True)
+            self._retry_later(Notice.CONTROLLER_CHANGED, now=True)
+            _fail(request, NotControllerError(f"this node is no longer the controller: {exc}"))
+        except LiftlogError as exc:
+            _fail(request, exc)
+        else:
+            if not request.reply.done():
+                request.reply.set_result(result)
+
+    async def _serve(self, request: Request) -> object:
+        if isinstance(request, ControlledShutdown):
+            return await self._controlled_shutdown(request.broker_id)
+        if isinstance(request, UncleanElection):
+            return await self._unclean_election(request)
+        return await self._scan(await self._live_brokers())
+
+    # -- seat ------------------------------------------------------------------------------
+
+    async def _check_seat_or_campaign(self) -> None:
+        """Still ours: make sure we act. Lost: resign. Free: campaign."""
+        fence = self._fence
+        if fence is not None:
+            if await asyncio.to_thread(holds_controllership, self._session, fence):
+                await self._ensure_acting()
+                return
+            await self._resign("the controller seat is no longer this node's", release=True)
+        won = await asyncio.to_thread(try_become_controller, self._session, self._broker_id)
+        if won is None:
+            # A seat held by this very session that nobody acts on (an earlier release failed)
+            # would block every election until the session dies: free it.
+            if await asyncio.to_thread(release_seat, self._session):
+                log.warning("controller: released a stale seat held by this session")
+            return
+        self._fence = won
+        self._needs_full_scan = True
+        self._broker_epochs = {}
+        self._offline = set()
+        log.info(
+            "broker %d is now the controller (controller_epoch %d)",
+            won.broker_id,
+            won.controller_epoch,
+        )
+        await self._ensure_acting()
+
+    async def _ensure_acting(self) -> None:
+        """Install the controller's watches (if missing) and run the pending full scan."""
+        if self._broker_watch is None:
+            await asyncio.to_thread(self._session.ensure_path, BROKER_IDS_PATH)
+            self._broker_watch = await asyncio.to_thread(
+                self._session.watch_children, BROKER_IDS_PATH, self._on_brokers_changed
+            )
+        if self._stream_watch is None:
+            store = StreamStore(self._session)
+            self._stream_watch = await asyncio.to_thread(store.watch, self._on_streams_changed)
+        if self._needs_full_scan:
+            await self._apply_broker_change()
+            self._needs_full_scan = False
+
+    async def _resign(self, reason: str, *, release: bool) -> None:
+        """Stop acting at once; with ``release``, also free the seat if it is still ours."""
+        fence, self._fence = self._fence, None
+        for handle in (self._broker_watch, self._stream_watch):
+            if handle is not None:
+                handle.cancel()
+        self._broker_watch = self._stream_watch = None
+        if fence is None:
+            return
+        log.warning(
+            "broker %d resigns as controller (controller_epoch %d): %s",
+            fence.broker_id,
+            fence.controller_epoch,
+            reason,
+        )
+        if release:
+            try:
+                await asyncio.to_thread(release_seat, self._session, fence.controller_epoch)
+            except CoordinatorError as exc:
+                log.warning("controller: could not release the seat (%s); it expires", exc)
+
+    # -- the rules applied ------------------------------------------------------------------
+
+    async def _apply_broker_change(self) -> None:
+        """Re-apply the leader rules for the brokers live now.
+
+        A broker whose epoch changed restarted: it is first treated as dead (its leaderships
+        move to other ISR members, it leaves the ISRs, since its new incarnation may have lost
+        unflushed records), then as live (it can lead partitions only it can serve again).
+        """
+        epochs = await asyncio.to_thread(live_broker_epochs, self._session)
+        live = frozenset(epochs)
+        bounced = {b for b, e in epochs.items() if self._broker_epochs.get(b, e) != e}
+        _log_broker_change(self._broker_epochs, epochs, bounced)
+        if bounced:
+            await self._scan(live - bounced)
+        await self._scan(live)
+        self._broker_epochs = epochs
+
+    async def _scan(self, live: AbstractSet[int]) -> ScanResult:
+        fence = self._require_fence()
+
+        def rule(state: PartitionState) -> PartitionState | None:
+            return leader_selection.elect_on_broker_failure(state, live)
+
+        return await self._apply_everywhere(fence, rule)
+
+    async def _apply_everywhere(self, fence: ControllerFence, rule: Rule) -> ScanResult:
+        result = await asyncio.to_thread(apply_everywhere, self._session, fence, rule)
+        self._report(fence, result)
+        if result.incomplete:
+            self._retry_later(Notice.STREAMS_CHANGED)
+        return result
+
+    async def _controlled_shutdown(self, broker_id: int) -> int:
+        fence = self._require_fence()
+        live = await self._live_brokers()
+
+        def rule(state: PartitionState) -> PartitionState | None:
+            return leader_selection.elect_for_controlled_shutdown(state, broker_id, live)
+
+        result = await self._apply_everywhere(fence, rule)
+        still_led = sum(1 for state in result.states.values() if state.leader == broker_id)
+        log.info(
+            "controlled shutdown of broker %d: %d partition(s) changed, %d still led by it "
+            "(no other live in-sync replica)",
+            broker_id,
+            len(result.changes),
+            still_led,
+        )
+        return still_led
+
+    async def _unclean_election(self, request: UncleanElection) -> PartitionState:
+        fence = self._require_fence()
+        live = await self._live_brokers()
+
+        def rule(state: PartitionState) -> PartitionState:
+            return leader_selection.elect_unclean(state, live, request.broker_id)
+
+        change, state = await asyncio.to_thread(
+            apply_to_partition, self._session, fence, request.stream, request.partition, rule
+        )
+        if change is not None:
+            log.warning(
+                "UNCLEAN election of partition %s/%d by operator request: leader %d -> %d, "
+                "leader_epoch %d, isr %s (was %s); records acknowledged beyond the new "
+                "leader's log end are lost",
+                change.stream,
+                change.partition,
+                change.before.leader,
+                change.after.leader,
+                change.after.leader_epoch,
+                list(change.after.isr),
+                list(change.before.isr),
+            )
+            self._report(fence, ScanResult((), {(request.stream, request.partition): state}, False))
+        return state
+
+    async def _live_brokers(self) -> frozenset[int]:
+        return frozenset(await asyncio.to_thread(live_broker_epochs, self._session))
+
+    # -- reporting -------------------------------------------------------------------------
+
+    def _report(self, fence: ControllerFence, result: ScanResult) -> None:
+        """Log every change at INFO, every partition going offline at ERROR (once)."""
+        for change in result.changes:
+            _log_change(change, fence)
+        for key, state in result.states.items():
+            if state.offline and key not in self._offline:
+                self._offline.add(key)
+                log.error(
+                    "partition %s/%d is OFFLINE: no live in-sync replica; unclean election is "
+                    "disabled (isr %s, replicas %s)",
+                    key[0],
+                    key[1],
+                    list(state.isr),
+                    list(state.replicas),
+                )
+            elif not state.offline and key in self._offline:
+                self._offline.discard(key)
+                log.info("partition %s/%d is back online: leader %d", key[0], key[1], state.leader)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    async def _request(self, request: Request, reply: asyncio.Future[T]) -> T:
+        """Queue ``request`` and wait (bounded) for ``reply``, its answer."""
+        if self._events is None or self._stopping:
+            raise NotControllerError("the controller is not running")
+        self._events.submit(request)
+        try:
+            return await asyncio.wait_for(reply, self._request_timeout_s)
+        except TimeoutError as exc:
+            raise RequestTimeoutError(
+                f"the controller did not answer within {self._request_timeout_s:.1f}s"
+            ) from exc
+
+    def _require_fence(self) -> ControllerFence:
+        fence = self._fence
+        if fence is None:
+            raise NotControllerError(f"broker {self._broker_id} is not the controller")
+        return fence
+
+    def _require_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            raise NotControllerError("the controller has not been started")
+        return self._loop
+
+    def _retry_later(self, notice: Notice, *, now: bool = False) -> None:
+        """Queue ``notice`` again soon; while disconnected, the reconnect notice covers it."""
+        loop, events = self._loop, self._events
+        if loop is None or events is None or self._stopping:
+            return
+        if now:
+            events.notify(notice)
+        elif self._session.connected:
+            loop.call_later(ZK_RETRY_DELAY_S, self._hop, notice)
+
+    def _on_task_done(self, task: asyncio.Task[None]) -> None:
+        """The event task only ends on stop; if it crashed, say so and free the seat."""
+        if task.cancelled() or task.exception() is None:
+            return
+        log.critical("controller event task crashed", exc_info=task.exception())
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.create_task(self._resign("the event task crashed", release=True))
+
+
+def _fail(request: Request, error: LiftlogError) -> None:
+    if not request.reply.done():
+        request.reply.set_exception(error)
+
+
+def _log_change(change: PartitionChange, fence: ControllerFence) -> None:
+    before, after = change.before, change.after
+    if before.leader != after.leader or before.leader_epoch != after.leader_epoch:
+        log.info(
+            "partition %s/%d leader election: leader %d -> %d, leader_epoch %d, isr %s "
+            "(was %s), controller_epoch %d",
+            change.stream,
+            change.partition,
+            before.leader,
+            after.leader,
+            after.leader_epoch,
+            list(after.isr),
+            list(before.isr),
+            fence.controller_epoch,
+        )
+    else:
+        log.info(
+            "partition %s/%d ISR %s -> %s (leader %d, leader_epoch %d), controller_epoch %d",
+            change.stream,
+            change.partition,
+            list(before.isr),
+            list(after.isr),
+            after.leader,
+            after.leader_epoch,
+            fence.controller_epoch,
+        )
+
+
+def _log_broker_change(before: dict[int, int], after: dict[int, int], bounced: set[int]) -> None:
+    """INFO when the live set or an incarnation changed; a mere re-check is DEBUG."""
+    changed = before != after
+    log.log(
+        logging.INFO if changed else logging.DEBUG,
+        "controller: live brokers %s (joined %s, gone %s, restarted %s)",
+        sorted(after),
+        sorted(set(after) - set(before)),
+        sorted(set(before) - set(after)),
+        sorted(bounced),
+    )
