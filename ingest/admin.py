@@ -10,7 +10,13 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from coordinator.znodes import NO_LEADER, StreamRecord
-from spark_log.errors import LiftlogError, NotLeaderError
+from spark_log.errors import (
+    InvalidRequestError,
+    LiftlogError,
+    NotLeaderError,
+    PartitionNotFoundError,
+    UnavailableError,
+)
 from spark_log.rest import RestClient
 from spark_log.stream_spec import StreamSpec
 
@@ -138,3 +144,88 @@ async def _leader_view(
         )
     except LiftlogError:
         return None
+
+
+async def unclean_election(
+    node: IngestNode, name: str, p: int, broker_id: int | None, confirm: bool
+) -> dict[str, Any]:
+    """An explicit, visible choice to elect outside the ISR (off by default, as after Jepsen).
+
+    The dry run names the candidate (the live replica with the highest LEO unless one is
+    given) and the offsets known to be lost: the highest HW any live replica saw minus the
+    candidate's LEO. Records the dead in-sync replicas committed beyond that are lost too.
+    """
+    states = await asyncio.to_thread(node.store.partition_states, name)
+    if p not in states:
+        raise PartitionNotFoundError(f"stream {name!r} has no partition {p}")
+    state = states[p][0]
+    api_urls = {b.broker_id: b.api_url for b in await node.live_brokers()}
+    views = {
+        r: view
+        for r in state.replicas
+        if r in api_urls and (view := await _replica_view(node, name, p, r, api_urls)) is not None
+    }
+    if not views:
+        raise UnavailableError(f"no live replica of {name}/{p} answers")
+    candidate = (
+        broker_id
+        if broker_id is not None
+        else max(views, key=lambda r: views[r]["log_end_offset"] or 0)
+    )
+    if candidate not in views:
+        raise InvalidRequestError(f"broker {candidate} is not a live replica of {name}/{p}")
+    candidate_leo = views[candidate]["log_end_offset"] or 0
+    known_hw = max(v["high_watermark"] or 0 for v in views.values())
+    result: dict[str, Any] = {
+        "stream": name,
+        "partition": p,
+        "candidate": candidate,
+        "candidate_log_end_offset": candidate_leo,
+        "highest_known_high_watermark": known_hw,
+        "offsets_known_lost": max(0, known_hw - candidate_leo),
+        "warning": "records the dead in-sync replicas committed above the candidate's log end "
+        "offset are lost as well; consumers may see offsets reused",
+        "elected": False,
+    }
+    if confirm:
+        new_state = await _elect_unclean(node, name, p, candidate, api_urls)
+        result.update(
+            elected=True, leader=new_state["leader"], leader_epoch=new_state["leader_epoch"]
+        )
+    return result
+
+
+async def _replica_view(
+    node: IngestNode, name: str, p: int, broker: int, api_urls: dict[int, str]
+) -> dict[str, Any] | None:
+    if broker == node.config.broker_id:
+        try:
+            return local_partition_view(node, name, p)
+        except LiftlogError:
+            return None
+    try:
+        return await asyncio.to_thread(
+            RestClient(api_urls[broker], LEADER_VIEW_TIMEOUT_S).get_json,
+            f"/v1/streams/{name}/partitions/{p}",
+        )
+    except LiftlogError:
+        return None
+
+
+async def _elect_unclean(
+    node: IngestNode, name: str, p: int, candidate: int, api_urls: dict[int, str]
+) -> dict[str, Any]:
+    if node.controller.is_controller:
+        state = await node.controller.elect_unclean(name, p, candidate)
+        await node.reconcile_now()
+        return {"leader": state.leader, "leader_epoch": state.leader_epoch}
+    url = await node.controller_api_url()
+    if url is None:
+        raise UnavailableError("no controller is elected")
+    body = await asyncio.to_thread(
+        RestClient(url).request,
+        "POST",
+        f"/v1/streams/{name}/partitions/{p}/unclean-election",
+        params={"broker_id": candidate, "confirm": "true"},
+    )
+    return body.json()

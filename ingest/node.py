@@ -18,6 +18,8 @@ import nats.errors
 from nats.aio.client import Client as NatsClient
 
 from coordinator.brokers import deregister_broker, live_brokers, register_broker
+from coordinator.controller import Controller
+from coordinator.controller_election import current_controller
 from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
 from coordinator.znodes import BrokerInfo
@@ -27,10 +29,14 @@ from ingest.replica_manager import ReplicaManager
 from spark_log.config import NodeConfig
 from spark_log.errors import LiftlogError, UnavailableError
 from spark_log.log import build_record_batch, encode_batch
+from spark_log.rest import RestClient
 
 log = logging.getLogger("liftlog.node")
 
 ZK_START_TIMEOUT_S = 30.0
+CONTROLLED_SHUTDOWN_TIMEOUT_S = 15.0
+CONTROLLED_SHUTDOWN_RETRY_S = 0.5
+CONTROLLED_SHUTDOWN_ATTEMPTS = 3
 NATS_CONNECT_TIMEOUT_S = 10.0
 RECONCILE_RETRY_S = 1.0
 
@@ -52,6 +58,7 @@ class IngestNode:
             config, self.store, self.metrics, self._publish, self._nats, self.zk
         )
         self.api = ApiServer(self, config.api_host, config.api_port)
+        self.controller = Controller(self.zk, config.broker_id)
         self.ready = False
         self._stopping = asyncio.Event()
         self._reconcile_wanted = asyncio.Event()
@@ -82,6 +89,7 @@ class IngestNode:
             register_broker, self.zk, self.broker_info(), self._register_wait_s()
         )
         self._watch = await asyncio.to_thread(self.store.watch, self._trigger_reconcile)
+        await self.controller.start()
         await self.replicas.reconcile()
         self._reconciler = asyncio.create_task(self._reconcile_loop(), name="reconciler")
         self.ready = True
@@ -95,7 +103,11 @@ class IngestNode:
         )
 
     async def stop(self) -> None:
+        if self.ready:
+            await self._controlled_shutdown()
         self.ready = False
+        with contextlib.suppress(LiftlogError):
+            await self.controller.stop()
         if self._reconciler is not None:
             self._reconciler.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -119,6 +131,57 @@ class IngestNode:
             await self._stopping.wait()
         finally:
             await self.stop()
+
+    async def _controlled_shutdown(self) -> None:
+        """Move leadership off this broker before it stops (Kafka's controlled shutdown), so a
+        rolling restart leaves every partition writable but for a short blip."""
+        try:
+            others = [b for b in await self.live_brokers() if b.broker_id != self.config.broker_id]
+        except LiftlogError:
+            return
+        if not others:
+            return  # nobody to hand leadership to
+        remaining = -1
+        for _attempt in range(CONTROLLED_SHUTDOWN_ATTEMPTS):
+            try:
+                remaining = await self.request_controlled_shutdown(self.config.broker_id)
+            except LiftlogError as exc:
+                log.warning("controlled shutdown request failed: %s", exc.message)
+            if remaining == 0:
+                break
+            await asyncio.sleep(CONTROLLED_SHUTDOWN_RETRY_S)  # followers may still catch up
+        await self.replicas.reconcile()  # take the follower role for what moved
+        log.info(
+            "controlled shutdown of broker %d: %s",
+            self.config.broker_id,
+            "leadership moved" if remaining == 0 else f"{remaining} partition(s) still led",
+        )
+
+    async def request_controlled_shutdown(self, broker_id: int) -> int:
+        """Ask the controller (this broker or another) to move leadership off ``broker_id``."""
+        if self.controller.is_controller:
+            return await self.controller.controlled_shutdown(broker_id)
+        url = await self.controller_api_url()
+        if url is None:
+            raise UnavailableError("no controller is elected")
+        body = await asyncio.to_thread(
+            RestClient(url, CONTROLLED_SHUTDOWN_TIMEOUT_S).request,
+            "POST",
+            "/v1/cluster/controlled-shutdown",
+            json_body={"broker_id": broker_id},
+        )
+        return int(body.json()["remaining_leaderships"])
+
+    async def controller_id(self) -> int | None:
+        current = await asyncio.to_thread(current_controller, self.zk)
+        return None if current is None else current[0]
+
+    async def controller_api_url(self) -> str | None:
+        current = await asyncio.to_thread(current_controller, self.zk)
+        if current is None:
+            return None
+        brokers = {b.broker_id: b.api_url for b in await self.live_brokers()}
+        return brokers.get(current[0])
 
     def _register_wait_s(self) -> float:
         # A previous incarnation's ephemeral znode lives until its session expires.

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from ingest import admin
 from ingest.api.errors import install_error_handlers
-from ingest.api.models import PublishBody, StreamCreate
+from ingest.api.models import ControlledShutdown, PublishBody, StreamCreate
 from ingest.produce_request import (
     ProduceRequest,
     ack_policy_or_default,
@@ -78,6 +78,17 @@ def _stream_routes(app: FastAPI, node: IngestNode) -> None:
     @app.get("/v1/streams/{stream}", tags=["streams"])
     async def describe_stream(stream: str) -> dict[str, Any]:
         return await admin.describe_stream(node, stream)
+
+    @app.post("/v1/streams/{stream}/partitions/{partition}/unclean-election", tags=["streams"])
+    async def unclean_election(
+        stream: str,
+        partition: int,
+        broker_id: Annotated[int | None, Query(description="the replica to elect")] = None,
+        confirm: Annotated[bool, Query(description="really elect; otherwise a dry run")] = False,
+    ) -> dict[str, Any]:
+        """Elect a replica outside the ISR. Shows the offsets that may be lost; acts only with
+        confirm=true. Committed records above the new leader's LEO are lost."""
+        return await admin.unclean_election(node, stream, partition, broker_id, confirm)
 
     @app.get("/v1/streams/{stream}/partitions/{partition}", tags=["streams"])
     async def partition_view(stream: str, partition: int) -> dict[str, Any]:
@@ -205,9 +216,15 @@ def _cluster_routes(app: FastAPI, node: IngestNode) -> None:
                 }
                 for b in brokers
             ],
-            "controller": None,
+            "controller": await node.controller_id(),
             "this_broker": node.config.broker_id,
         }
+
+    @app.post("/v1/cluster/controlled-shutdown", tags=["cluster"])
+    async def controlled_shutdown(body: ControlledShutdown) -> dict[str, Any]:
+        """Move leadership off a broker (answered by the controller; others forward)."""
+        remaining = await node.request_controlled_shutdown(body.broker_id)
+        return {"broker_id": body.broker_id, "remaining_leaderships": remaining}
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, str]:

@@ -33,6 +33,13 @@ STATUS_BY_CODE: dict[str, int] = {
     "coordinator_error": 503,
     "storage_error": 503,
     "timeout": 504,
+    "not_controller": 421,
+    "controller_moved": 503,
+    "controller_busy": 503,
+    "version_conflict": 409,
+    "election_not_needed": 409,
+    "ineligible_replica": 400,
+    "invalid_isr": 400,
 }
 
 

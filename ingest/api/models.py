@@ -40,3 +40,7 @@ class PublishRecord(_Strict):
 
 class PublishBody(_Strict):
     records: list[PublishRecord] = Field(min_length=1)
+
+
+class ControlledShutdown(_Strict):
+    broker_id: int = Field(ge=0)
