@@ -1,0 +1,162 @@
+"""Failover on real 3-node clusters: leader kill -9 under acks=all load, min ISR refusals."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+
+import httpx
+import pytest
+
+from spark_log.client import Client
+from spark_log.errors import LiftlogError, NotEnoughReplicasError
+from tests.integration.conftest import create_stream
+from tests.waiting import wait_for
+
+PUBLISHERS = 16
+ACKED_PER_ROUND = 300
+
+
+def _describe(node, stream: str) -> dict:
+    with httpx.Client(base_url=node.api_url, timeout=10) as api:
+        return api.get(f"/v1/streams/{stream}").json()["partitions"][0]
+
+
+def _all_records(node, stream: str) -> list[dict]:
+    records, offset = [], 0
+    with httpx.Client(base_url=node.api_url, timeout=30) as api:
+        while True:
+            body = api.get(
+                f"/v1/streams/{stream}/partitions/0/records",
+                params={"offset": offset, "max_records": 10000, "encoding": "utf-8",
+                        "from_follower": "true"},
+            ).json()
+            if not body["records"]:
+                return records
+            records.extend(body["records"])
+            offset = body["next_offset"]
+
+
+class Load:
+    """acks=all publishers that record every acknowledged (value, offset)."""
+
+    def __init__(self, client: Client, stream: str) -> None:
+        self.client, self.stream = client, stream
+        self.acked: dict[str, int] = {}
+        self.ack_times: list[float] = []
+        self.stop = asyncio.Event()
+        self.progress = asyncio.Event()
+        self.tasks = [asyncio.create_task(self._run(w)) for w in range(PUBLISHERS)]
+
+    async def _run(self, worker: int) -> None:
+        seq = 0
+        while not self.stop.is_set():
+            value = f"w{worker}-{seq}"
+            seq += 1
+            try:
+                ack = await self.client.publish(self.stream, value, timeout_s=2)
+            except LiftlogError:
+                continue
+            self.acked[value] = ack.offset
+            self.ack_times.append(time.monotonic())
+            self.progress.set()
+
+    async def wait_acked(self, count: int, timeout_s: float) -> None:
+        async with asyncio.timeout(timeout_s):
+            while len(self.acked) < count:
+                self.progress.clear()
+                await self.progress.wait()
+
+    async def finish(self) -> None:
+        self.stop.set()
+        await asyncio.gather(*self.tasks)
+
+
+async def _kill_leader_round(nodes, stream: str, load: Load) -> float:
+    """SIGKILL the leader; return seconds from the kill to the first ack after it."""
+    before = _describe(nodes[0] if nodes[0].is_running() else nodes[1], stream)
+    leader = next(n for n in nodes if n.broker_id == before["leader"])
+    survivors = [n for n in nodes if n is not leader]
+    await load.wait_acked(len(load.acked) + ACKED_PER_ROUND, 60)
+    killed_at = time.monotonic()
+    leader.kill()
+
+    def new_leader() -> bool:
+        state = _describe(survivors[0], stream)
+        return state["leader"] not in (before["leader"], -1)
+
+    wait_for(new_leader, 30, message="a new leader from the ISR")
+    after = _describe(survivors[0], stream)
+    assert after["leader_epoch"] > before["leader_epoch"]
+    assert after["leader"] in before["isr"]
+    await load.wait_acked(len(load.acked) + ACKED_PER_ROUND, 60)
+    first_ack = min(t for t in load.ack_times if t > killed_at)
+    leader.start()  # the old leader returns as a follower and truncates by epoch
+    wait_for(lambda: sorted(_describe(survivors[0], stream)["isr"]) == [1, 2, 3], 60,
+             message="the old leader rejoins the ISR")
+    return first_ack - killed_at
+
+
+async def _check_no_acked_loss(nodes, stream: str, acked: dict[str, int]) -> None:
+    hw = _describe(nodes[0], stream)["high_watermark"]
+    for node in nodes:
+        wait_for(lambda node=node: len(_all_records(node, stream)) >= hw, 30,
+                 message=f"broker {node.broker_id} caught up to the HW")
+    logs = [[(r["offset"], r["value"]) for r in _all_records(n, stream)][:hw] for n in nodes]
+    assert logs[0] == logs[1] == logs[2], "replicas differ below the HW"
+    by_value = dict((v, o) for o, v in logs[0])
+    counts = Counter(v for _o, v in logs[0])
+    for value, offset in acked.items():
+        assert by_value.get(value) == offset, f"acked {value}@{offset} lost or moved"
+        assert counts[value] == 1
+
+
+async def _failover_rounds(make_node, stream_name: str, rounds: int) -> list[float]:
+    nodes = [make_node(i, replica_lag_time_max_s=3.0) for i in (1, 2, 3)]
+    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
+        create_stream(api, stream_name, replication_factor=3)
+    servers = ",".join(n.api_url for n in nodes)
+    times = []
+    async with Client(servers, ack_timeout_s=2) as client:
+        load = Load(client, stream_name)
+        for _ in range(rounds):
+            times.append(await _kill_leader_round(nodes, stream_name, load))
+        await load.finish()
+    await _check_no_acked_loss(nodes, stream_name, load.acked)
+    return times
+
+
+async def test_leader_kill9_under_acks_all_load_loses_nothing(make_node, stream_name):
+    times = await _failover_rounds(make_node, stream_name, rounds=1)
+    print(f"failover (kill -9 -> first ack on the new leader): {times[0]:.2f}s")
+
+
+@pytest.mark.slow
+async def test_leader_kill9_five_times_in_a_row(make_node, stream_name):
+    times = sorted(await _failover_rounds(make_node, stream_name, rounds=5))
+    print(f"failover over 5 runs: p50 {times[2]:.2f}s max {times[-1]:.2f}s")
+
+
+async def test_min_isr_refuses_acks_all_and_holds_the_hw(make_node, stream_name):
+    nodes = [make_node(i, replica_lag_time_max_s=1.5) for i in (1, 2)]
+    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
+        created = create_stream(api, stream_name, replication_factor=2, min_isr=2)
+    leader_id = created["partitions"][0]["leader"]
+    leader = next(n for n in nodes if n.broker_id == leader_id)
+    follower = next(n for n in nodes if n.broker_id != leader_id)
+    async with Client(leader.api_url, ack_timeout_s=5) as client:
+        ok = await client.publish(stream_name, b"both-up")
+        assert ok.offset == 0
+        follower.kill()
+        wait_for(lambda: _describe(leader, stream_name)["isr"] == [leader_id], 30,
+                 message="the dead follower leaves the ISR")
+        with pytest.raises(NotEnoughReplicasError):
+            await client.publish(stream_name, b"refused")
+        leader_ack = await client.publish(stream_name, b"leader-only", ack_policy="leader")
+        assert _describe(leader, stream_name)["high_watermark"] == 1  # HW held
+        follower.start()
+        wait_for(lambda: sorted(_describe(leader, stream_name)["isr"]) == [1, 2], 30,
+                 message="the follower rejoins")
+        again = await client.publish(stream_name, b"both-up-again")
+    assert again.offset > leader_ack.offset
