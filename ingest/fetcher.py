@@ -52,12 +52,17 @@ class ReplicaFetcher:
         self._task = asyncio.create_task(self._run(), name=name)
 
     async def stop(self) -> None:
-        """Finish the step in progress (an append must not outlive the role)."""
+        """Stop now, unless an append or truncation is running: that one finishes first (a
+        cancelled executor call would go on writing after the role changed). A fetch waiting
+        on a leader that is going away is cancelled rather than waited out."""
         self._stopping = True
         task, self._task = self._task, None
-        if task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if task is None:
+            return
+        if not self._replica.log_write_in_progress:
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
     async def _run(self) -> None:
         truncated = False

@@ -236,6 +236,10 @@ class PartitionReplica:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    @property
+    def log_write_in_progress(self) -> bool:
+        return self._write_lock.locked()
+
     async def apply_state(
         self, state: PartitionState, version: int, nc: Any, paused: bool, cluster: str
     ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
 
@@ -160,3 +161,94 @@ async def test_min_isr_refuses_acks_all_and_holds_the_hw(make_node, stream_name)
                  message="the follower rejoins")
         again = await client.publish(stream_name, b"both-up-again")
     assert again.offset > leader_ack.offset
+
+
+async def _collect_all_replies(nc, subject: str, values: list[bytes], wait_s: float) -> list:
+    """Publish each value with its own inbox and keep EVERY reply (a zombie may answer too)."""
+    replies: list[tuple[bytes, dict]] = []
+    subs = []
+    for value in values:
+        inbox = nc.new_inbox()
+
+        async def on_reply(msg, value=value) -> None:
+            import json
+
+            replies.append((value, json.loads(msg.data)))
+
+        subs.append(await nc.subscribe(inbox, cb=on_reply))
+        await nc.publish(subject, value, reply=inbox)
+    await nc.flush()
+    # observe for a bounded window: a zombie's late acks are exactly what this looks for
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.Event().wait(), wait_s)
+    for sub in subs:
+        await sub.unsubscribe()
+    return replies
+
+
+async def _publish_until_acked(client: Client, stream: str, value: bytes, timeout_s: float):
+    """The cluster is writable again once one acks=all publish succeeds (bounded retries)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return await client.publish(stream, value, timeout_s=2)
+        except LiftlogError:
+            if time.monotonic() > deadline:
+                raise
+
+
+async def test_sigstopped_leader_acknowledges_nothing_after_being_deposed(
+    make_node, nats_server, stream_name
+):
+    import nats
+
+    nodes = [make_node(i) for i in (1, 2, 3)]
+    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
+        created = create_stream(api, stream_name, replication_factor=3)
+    old_id = created["partitions"][0]["leader"]
+    old = next(n for n in nodes if n.broker_id == old_id)
+    other = next(n for n in nodes if n is not old)
+    subject = f"{stream_name}.in"
+    nc = await nats.connect(nats_server.url)
+    try:
+        await nc.request(subject, b"before", timeout=10)
+        old.pause()  # SIGSTOP past the session timeout: ZooKeeper expires it
+        wait_for(lambda: _describe(other, stream_name)["leader"] not in (old_id, -1), 40,
+                 message="a new leader while the old one is stopped")
+        old.resume()  # SIGCONT: a zombie that still holds its NATS subscription
+        async with Client(other.api_url, ack_timeout_s=2) as client:
+            await _publish_until_acked(client, stream_name, b"probe", 30)
+        values = [f"after-{i}".encode() for i in range(20)]
+        replies = await _collect_all_replies(nc, subject, values, wait_s=5)
+    finally:
+        await nc.drain()
+    new_log = {r["offset"]: r["value"].encode() for r in _all_records(other, stream_name)}
+    successes = [(v, a) for v, a in replies if "error" not in a]
+    assert successes, "the new leader acknowledged the writes"
+    for value, ack in successes:
+        assert new_log.get(ack["offset"]) == value, f"a deposed leader acked {value!r} {ack}"
+
+
+async def test_rolling_restart_keeps_the_partition_writable(make_node, stream_name):
+    nodes = [make_node(i) for i in (1, 2, 3)]
+    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
+        create_stream(api, stream_name, replication_factor=3)
+    servers = ",".join(n.api_url for n in nodes)
+    async with Client(servers, ack_timeout_s=2) as client:
+        load = Load(client, stream_name)
+        await load.wait_acked(200, 60)
+        for node in nodes:
+            # blocking calls go to threads so the publishers keep running meanwhile
+            await asyncio.to_thread(node.stop)  # SIGTERM: controlled shutdown moves leaders
+            await asyncio.to_thread(node.start)
+            await asyncio.to_thread(
+                wait_for,
+                lambda node=node: sorted(_describe(node, stream_name)["isr"]) == [1, 2, 3],
+                60,
+                message="the restarted broker rejoins the ISR",
+            )
+            await load.wait_acked(len(load.acked) + 100, 60)
+        await load.finish()
+    gaps = [b - a for a, b in zip(load.ack_times, load.ack_times[1:], strict=False)]
+    print(f"rolling restart: longest gap between acks {max(gaps):.2f}s")
+    await _check_no_acked_loss(nodes, stream_name, load.acked)
