@@ -131,6 +131,16 @@ def _stream_parser(sub: Any) -> None:
     )
     _server_arg(create)
     create.set_defaults(run=_stream_create)
+    unclean = ssub.add_parser(
+        "elect-unclean",
+        help="elect a replica outside the ISR (shows the offsets that may be lost first)",
+    )
+    unclean.add_argument("name")
+    unclean.add_argument("--partition", type=int, required=True)
+    unclean.add_argument("--broker", type=int, help="default: the live replica with most data")
+    unclean.add_argument("--confirm", action="store_true", help="really elect (default: dry run)")
+    _server_arg(unclean)
+    unclean.set_defaults(run=_stream_elect_unclean)
     for name, helptext in (("list", "list streams"),):
         sp = ssub.add_parser(name, help=helptext)
         _server_arg(sp)
@@ -179,6 +189,23 @@ def _stream_create(args: argparse.Namespace) -> int:
     verb = "created" if resp.status == 201 else "already exists (identical spec)"
     print(f"stream {args.name} {verb}")
     _print_describe(resp.json())
+    return 0
+
+
+def _stream_elect_unclean(args: argparse.Namespace) -> int:
+    params = {"broker_id": args.broker, "confirm": "true" if args.confirm else "false"}
+    body = _rest(args).request(
+        "POST", f"/v1/streams/{args.name}/partitions/{args.partition}/unclean-election",
+        params=params,
+    ).json()
+    print(f"candidate broker {body['candidate']}: log end offset "
+          f"{body['candidate_log_end_offset']}, highest known HW "
+          f"{body['highest_known_high_watermark']}")
+    print(f"offsets known to be lost: {body['offsets_known_lost']} ({body['warning']})")
+    if body["elected"]:
+        print(f"elected broker {body['leader']} at leader epoch {body['leader_epoch']}")
+    else:
+        print("dry run: nothing changed; add --confirm to elect")
     return 0
 
 

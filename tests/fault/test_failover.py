@@ -252,3 +252,46 @@ async def test_rolling_restart_keeps_the_partition_writable(make_node, stream_na
     gaps = [b - a for a, b in zip(load.ack_times, load.ack_times[1:], strict=False)]
     print(f"rolling restart: longest gap between acks {max(gaps):.2f}s")
     await _check_no_acked_loss(nodes, stream_name, load.acked)
+
+
+def test_offline_partition_needs_explicit_unclean_election(make_node, stream_name):
+    import subprocess
+    import sys
+
+    nodes = [make_node(i, replica_lag_time_max_s=1.5) for i in (1, 2)]
+    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
+        created = create_stream(api, stream_name, replication_factor=2, min_isr=1)
+    leader_id = created["partitions"][0]["leader"]
+    leader = next(n for n in nodes if n.broker_id == leader_id)
+    follower = next(n for n in nodes if n is not leader)
+    url = f"/v1/streams/{stream_name}/partitions/0/records"
+    with httpx.Client(base_url=leader.api_url, timeout=30) as api:
+        api.post(url, json={"records": [{"value": "kept"}]}, params={"encoding": "utf-8"})
+        wait_for(lambda: _describe(leader, stream_name)["replica_log_end_offsets"].get(
+            str(follower.broker_id)) == 1, 20, message="the follower has the first record")
+        follower.kill()
+        wait_for(lambda: _describe(leader, stream_name)["isr"] == [leader_id], 30,
+                 message="the dead follower leaves the ISR")
+        for i in range(3):
+            api.post(url, json={"records": [{"value": f"only-on-leader-{i}"}]},
+                     params={"encoding": "utf-8"})
+    leader.kill()
+    follower.start()
+    wait_for(lambda: _describe(follower, stream_name)["offline"], 30,
+             message="no live in-sync replica: offline, not silently elected")
+    state = _describe(follower, stream_name)
+    assert state["leader"] == -1
+    cli = [sys.executable, "-m", "spark_log.cli", "stream", "elect-unclean", stream_name,
+           "--partition", "0", "--server", follower.api_url]
+    dry = subprocess.run(cli, capture_output=True, text=True, timeout=60, check=False)
+    assert dry.returncode == 0, dry.stderr
+    assert "offsets known to be lost" in dry.stdout and "dry run" in dry.stdout
+    assert _describe(follower, stream_name)["leader"] == -1  # the dry run changed nothing
+    done = subprocess.run([*cli, "--confirm"], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"elected broker {follower.broker_id}" in done.stdout
+    wait_for(lambda: _describe(follower, stream_name)["leader"] == follower.broker_id, 30)
+    with httpx.Client(base_url=follower.api_url, timeout=30) as api:
+        body = api.get(url, params={"encoding": "utf-8"}).json()
+    assert [r["value"] for r in body["records"]] == ["kept"]  # the leader-only tail is lost
