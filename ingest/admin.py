@@ -118,32 +118,13 @@ async def _describe_partition(
         "lake_offset": None,
         "offline": state.leader == NO_LEADER,
     }
-    view = await _leader_view(node, name, p, state.leader, api_urls)
+    view = await _replica_view(node, name, p, state.leader, api_urls)
     if view is not None:
         for key in ("high_watermark", "log_end_offset", "log_start_offset"):
             body[key] = view[key]
         body["replica_log_end_offsets"] = view.get("replica_log_end_offsets", {})
         body["offline"] = body["offline"] or view["offline"]
     return body
-
-
-async def _leader_view(
-    node: IngestNode, name: str, p: int, leader: int, api_urls: dict[int, str]
-) -> dict[str, Any] | None:
-    if leader == node.config.broker_id:
-        try:
-            return local_partition_view(node, name, p)
-        except LiftlogError:
-            return None
-    url = api_urls.get(leader)
-    if url is None:
-        return None
-    try:
-        return await asyncio.to_thread(
-            RestClient(url, LEADER_VIEW_TIMEOUT_S).get_json, f"/v1/streams/{name}/partitions/{p}"
-        )
-    except LiftlogError:
-        return None
 
 
 async def unclean_election(
@@ -198,14 +179,18 @@ async def unclean_election(
 async def _replica_view(
     node: IngestNode, name: str, p: int, broker: int, api_urls: dict[int, str]
 ) -> dict[str, Any] | None:
+    """A broker's own view of its replica: locally, or from its REST API (None if silent)."""
     if broker == node.config.broker_id:
         try:
             return local_partition_view(node, name, p)
         except LiftlogError:
             return None
+    url = api_urls.get(broker)
+    if url is None:
+        return None
     try:
         return await asyncio.to_thread(
-            RestClient(api_urls[broker], LEADER_VIEW_TIMEOUT_S).get_json,
+            RestClient(url, LEADER_VIEW_TIMEOUT_S).get_json,
             f"/v1/streams/{name}/partitions/{p}",
         )
     except LiftlogError:
