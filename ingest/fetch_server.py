@@ -67,8 +67,16 @@ class FetchServer:
 
     async def _on_fetch(self, msg: Any) -> None:
         """Each fetch runs in its own task: a long-polling follower must not hold up others."""
-        task = asyncio.ensure_future(self._answer_fetch(msg))
+        task = asyncio.ensure_future(self._answer_counted(msg))
         self._replica.track_task(task)
+
+    async def _answer_counted(self, msg: Any) -> None:
+        gauge = self._replica.metrics.replica_fetches_in_flight
+        gauge.inc()
+        try:
+            await self._answer_fetch(msg)
+        finally:
+            gauge.dec()
 
     async def _answer_fetch(self, msg: Any) -> None:
         r = self._replica

@@ -65,6 +65,11 @@ class NodeMetrics:
             "Fetches long-polling for records above the high watermark",
             registry=self.registry,
         )
+        self.replica_fetches_in_flight = Gauge(
+            "liftlog_replica_fetches_in_flight",
+            "Follower fetches this leader is answering or long-polling",
+            registry=self.registry,
+        )
         self.nats_disconnects = Counter(
             "liftlog_nats_disconnects",
             "Times the node lost its NATS connection",

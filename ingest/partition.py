@@ -237,6 +237,10 @@ class PartitionReplica:
         task.add_done_callback(self._tasks.discard)
 
     @property
+    def metrics(self) -> NodeMetrics:
+        return self._metrics
+
+    @property
     def log_write_in_progress(self) -> bool:
         return self._write_lock.locked()
 

@@ -295,3 +295,56 @@ def test_offline_partition_needs_explicit_unclean_election(make_node, stream_nam
     with httpx.Client(base_url=follower.api_url, timeout=30) as api:
         body = api.get(url, params={"encoding": "utf-8"}).json()
     assert [r["value"] for r in body["records"]] == ["kept"]  # the leader-only tail is lost
+
+
+def _replica_fetches_in_flight(api: httpx.Client) -> float:
+    import re
+
+    text = api.get("/metrics").text
+    found = re.findall(r"^liftlog_replica_fetches_in_flight (\S+)$", text, re.M)
+    return float(found[0]) if found else 0.0
+
+
+def test_returning_replica_truncates_its_divergent_tail(make_node, stream_name):
+    nodes = [make_node(i) for i in (1, 2, 3)]
+    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
+        created = create_stream(api, stream_name, replication_factor=3)
+    old_id = created["partitions"][0]["leader"]
+    old = next(n for n in nodes if n.broker_id == old_id)
+    followers = [n for n in nodes if n is not old]
+    url = f"/v1/streams/{stream_name}/partitions/0/records"
+    with httpx.Client(base_url=old.api_url, timeout=30) as api:
+        for i in range(3):
+            api.post(url, json={"records": [{"value": f"committed-{i}"}]},
+                     params={"encoding": "utf-8"})
+        for f in followers:
+            f.pause()  # the followers stop fetching (briefly: their sessions stay alive)
+        try:
+            # no follower fetch may still be waiting at the leader: it would carry the tail
+            wait_for(lambda: _replica_fetches_in_flight(api) == 0, 3,
+                     message="the paused followers' last fetches were answered")
+            divergent = api.post(  # acked by the leader alone, never replicated
+                url, json={"records": [{"value": f"divergent-{i}"} for i in range(4)]},
+                params={"encoding": "utf-8", "ack_policy": "leader"},
+            )
+            assert divergent.status_code == 200
+            old.kill()
+        finally:
+            for f in followers:
+                f.resume()
+    wait_for(lambda: _describe(followers[0], stream_name)["leader"] not in (old_id, -1), 30,
+             message="a new leader from the ISR")
+    new_id = _describe(followers[0], stream_name)["leader"]
+    new = next(n for n in nodes if n.broker_id == new_id)
+    with httpx.Client(base_url=new.api_url, timeout=30) as api:
+        for i in range(2):
+            resp = api.post(url, json={"records": [{"value": f"new-{i}"}]},
+                            params={"encoding": "utf-8"})
+            assert resp.status_code == 200, resp.text
+    old.start()  # returns as a follower: truncates by leader epoch, then fetches
+    wait_for(lambda: sorted(_describe(new, stream_name)["isr"]) == [1, 2, 3], 60,
+             message="the old leader rejoins the ISR")
+    logs = [[r["value"] for r in _all_records(n, stream_name)] for n in nodes]
+    expected = ["committed-0", "committed-1", "committed-2", "new-0", "new-1"]
+    assert logs[0] == logs[1] == logs[2] == expected
+    assert "truncating divergent tail" in old.log_path.read_text()
