@@ -348,3 +348,29 @@ def test_returning_replica_truncates_its_divergent_tail(make_node, stream_name):
     expected = ["committed-0", "committed-1", "committed-2", "new-0", "new-1"]
     assert logs[0] == logs[1] == logs[2] == expected
     assert "truncating divergent tail" in old.log_path.read_text()
+
+
+def test_follower_with_wiped_log_catches_up_and_rejoins(make_node, stream_name):
+    import shutil
+    from pathlib import Path
+
+    nodes = [make_node(i, replica_lag_time_max_s=2.0) for i in (1, 2, 3)]
+    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
+        created = create_stream(api, stream_name, replication_factor=3)
+    leader_id = created["partitions"][0]["leader"]
+    leader = next(n for n in nodes if n.broker_id == leader_id)
+    victim = next(n for n in nodes if n is not leader)
+    url = f"/v1/streams/{stream_name}/partitions/0/records"
+    with httpx.Client(base_url=leader.api_url, timeout=30) as api:
+        api.post(url, json={"records": [{"value": f"r{i}"} for i in range(100)]},
+                 params={"encoding": "utf-8"})
+    victim.stop()
+    for stream_dir in (Path(victim.config.data_dir) / "streams").glob(f"{stream_name}@*"):
+        shutil.rmtree(stream_dir)  # the disk was replaced
+    with httpx.Client(base_url=leader.api_url, timeout=30) as api:
+        api.post(url, json={"records": [{"value": "while-away"}]}, params={"encoding": "utf-8"})
+    victim.start()
+    wait_for(lambda: sorted(_describe(leader, stream_name)["isr"]) == [1, 2, 3], 60,
+             message="the wiped follower caught up and rejoined the ISR")
+    values = [r["value"] for r in _all_records(victim, stream_name)]
+    assert values == [f"r{i}" for i in range(100)] + ["while-away"]
