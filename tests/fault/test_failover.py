@@ -374,3 +374,40 @@ def test_follower_with_wiped_log_catches_up_and_rejoins(make_node, stream_name):
              message="the wiped follower caught up and rejoined the ISR")
     values = [r["value"] for r in _all_records(victim, stream_name)]
     assert values == [f"r{i}" for i in range(100)] + ["while-away"]
+
+
+async def test_controller_failover_during_leader_failover(make_node, stream_name):
+    nodes = [make_node(i) for i in (1, 2, 3)]
+    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
+        controller = api.get("/v1/cluster").json()["controller"]
+        # find a stream whose leader is the controller: one kill, two failovers at once
+        name = None
+        for i in range(12):
+            candidate = f"{stream_name}-{i}"
+            created = create_stream(api, candidate, replication_factor=3)
+            if created["partitions"][0]["leader"] == controller:
+                name = candidate
+                break
+    assert name is not None, "no stream led by the controller"
+    victim = next(n for n in nodes if n.broker_id == controller)
+    survivor = next(n for n in nodes if n is not victim)
+    servers = ",".join(n.api_url for n in nodes)
+    async with Client(servers, ack_timeout_s=2) as client:
+        load = Load(client, name)
+        await load.wait_acked(200, 60)
+        victim.kill()
+
+        def failed_over() -> bool:
+            with httpx.Client(base_url=survivor.api_url, timeout=10) as api:
+                new_controller = api.get("/v1/cluster").json()["controller"]
+            leader = _describe(survivor, name)["leader"]
+            return new_controller not in (None, controller) and leader not in (controller, -1)
+
+        await asyncio.to_thread(wait_for, failed_over, 40,
+                                message="a new controller elected a new leader")
+        await load.wait_acked(len(load.acked) + 200, 60)
+        await load.finish()
+    victim.start()
+    wait_for(lambda: sorted(_describe(survivor, name)["isr"]) == [1, 2, 3], 60,
+             message="the old controller rejoins as a follower")
+    await _check_no_acked_loss(nodes, name, load.acked)
