@@ -1,6 +1,7 @@
 """``liftlog demo``: the main job on the embedded default, start to finish.
 
-Starts NATS, ZooKeeper and a node; creates a stream; publishes sample events three ways
+Starts NATS, ZooKeeper and three nodes; creates a stream replicated three times; publishes
+sample events three ways
 (plain NATS publishes recorded from the subject, acked single publishes, one producer batch);
 reads everything back by offset and by time; runs a Spark query over what it read; stops.
 """
@@ -26,6 +27,8 @@ from spark_log.errors import LiftlogError
 DEMO_STREAM = "demo-orders"
 DEMO_SUBJECT = "demo.orders"
 DEMO_PARTITIONS = 3
+DEMO_NODES = 3
+DEMO_REPLICATION_FACTOR = 3
 CITIES = ("Lisbon", "Oslo", "Kyoto", "Lima", "Accra", "Perth")
 BATCH_SHARE = 0.5
 
@@ -34,20 +37,22 @@ def run_demo(events: int = 5000, data_dir: str | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="liftlog-demo-") as tmp:
         root = Path(data_dir) if data_dir else Path(tmp)
         stack = Standalone(
-            nodes=1,
+            nodes=DEMO_NODES,
             data_dir=root,
             nats_port=free_port(),
             zk_port=free_port(),
             api_port=free_port(),
         )
         started = time.monotonic()
-        print("liftlog demo: starting NATS, ZooKeeper and one ingest node ...", flush=True)
+        print(
+            f"liftlog demo: starting NATS, ZooKeeper and {DEMO_NODES} ingest nodes ...", flush=True
+        )
         stack.start()
         try:
             for name, url in stack.endpoints():
                 print(f"  {name:<14} {url}", flush=True)
             print(f"  stack ready in {time.monotonic() - started:.1f}s", flush=True)
-            api = stack.endpoints()[-1][1]
+            api = ",".join(url for name, url in stack.endpoints() if name.endswith(" api"))
             nats_url = stack.nats.url
             summary = asyncio.run(_demo(api, nats_url, events))
             _spark_query(summary.pop("rows"))
@@ -68,8 +73,17 @@ def _event(i: int, rng: random.Random) -> dict[str, Any]:
 async def _demo(api: str, nats_url: str, events: int) -> dict[str, Any]:
     rng = random.Random(7)
     async with Client(api, nats_url=nats_url) as client:
-        await client.create_stream(DEMO_STREAM, DEMO_SUBJECT, partitions=DEMO_PARTITIONS)
-        print(f"created stream {DEMO_STREAM} on {DEMO_SUBJECT}.* ({DEMO_PARTITIONS} partitions)")
+        created = await client.create_stream(
+            DEMO_STREAM,
+            DEMO_SUBJECT,
+            partitions=DEMO_PARTITIONS,
+            replication_factor=DEMO_REPLICATION_FACTOR,
+        )
+        leaders = [p["leader"] for p in created["partitions"]]
+        print(
+            f"created stream {DEMO_STREAM} on {DEMO_SUBJECT} ({DEMO_PARTITIONS} partitions, "
+            f"replication factor {DEMO_REPLICATION_FACTOR}, leaders on brokers {leaders})"
+        )
         t0 = time.monotonic()
         wall_start_ms = int(time.time() * 1000)
         plain = events // 10

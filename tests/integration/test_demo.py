@@ -1,0 +1,22 @@
+"""`liftlog demo` (what `make demo` runs) end to end: stack, stream, events, Spark query, stop."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def test_demo_runs_end_to_end(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "spark_log.cli", "demo", "--events", "600",
+         "--data-dir", str(tmp_path / "demo")],
+        capture_output=True, text=True, timeout=240, check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    out = result.stdout
+    assert "replication factor 3" in out
+    assert "revenue by city (Spark):" in out
+    summary = json.loads(out[out.index("{\n"): out.rindex("}") + 1])
+    assert summary["events_published"] == summary["events_read_back"] == 600
+    assert out.rstrip().endswith("liftlog demo: everything stopped")
