@@ -62,7 +62,7 @@ class FetchResult:
 
 
 class PartitionReplica:
-    """The leader replica of one stream partition (single-node foundation)."""
+    """One stream partition's replica on this broker: leader, follower or offline."""
 
     def __init__(
         self,
