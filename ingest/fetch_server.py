@@ -101,6 +101,7 @@ class FetchServer:
             )
             return
         r.record_follower_fetch(req.replica_id, req.fetch_offset)
+        await r.send_acks()  # a fetch that moved the HW completes acks=all requests now
         if req.fetch_offset == log_.log_end_offset and req.wait_ms > 0:
             await r.wait_for_append(min(req.wait_ms, MAX_FOLLOWER_WAIT_MS))
         data = await self._read(req)

@@ -458,6 +458,10 @@ class PartitionReplica:
     def _queue_ack(self, subject: str, payload: bytes) -> None:
         self._outbox.append((subject, payload))
 
+    async def send_acks(self) -> None:
+        """Publish the acks queued so far (called wherever the HW may have moved)."""
+        await self._send_acks()
+
     async def _send_acks(self) -> None:
         """Publish queued acks in order, from the writer task (no task per ack)."""
         while self._outbox:
