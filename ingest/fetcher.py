@@ -70,6 +70,8 @@ class ReplicaFetcher:
             try:
                 if not truncated:
                     truncated = await self._truncate_by_epoch()
+                    if not truncated:
+                        await self._backoff()  # refused: the leadership is changing
                     continue
                 if not await self._fetch_once():
                     await self._backoff()
