@@ -65,11 +65,13 @@ def syncs_always(monitor_url: str) -> bool:
     return bool(config.get("sync_always"))
 
 
-async def create_js_stream(js: JetStreamContext, name: str, subject: str) -> None:
-    """A file-storage, single-replica stream on its own subject (the setup under test)."""
+async def create_js_stream(
+    js: JetStreamContext, name: str, subject: str, replicas: int = 1
+) -> None:
+    """A file-storage stream on its own subject (the setup under test): one replica on the
+    single server, ``replicas`` on the R3 cluster."""
     try:
-        await js.add_stream(
-            StreamConfig(name=name, subjects=[subject], storage=StorageType.FILE, num_replicas=1)
-        )
+        await js.add_stream(StreamConfig(name=name, subjects=[subject], storage=StorageType.FILE,
+                                         num_replicas=replicas))
     except nats.errors.Error as exc:
         raise BenchError(f"cannot create JetStream stream {name} on {subject}: {exc}") from exc

@@ -7,7 +7,8 @@ equivalent in nats-py, so the figure is compared with JetStream's per-message th
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Protocol
 
 from spark_log.bench.cpu import CpuMeter
 from spark_log.bench.deadline import within
@@ -16,9 +17,18 @@ from spark_log.bench.progress import Progress
 from spark_log.bench.settings import ACK_TIMEOUT_S, BenchSettings
 from spark_log.bench.stats import Throughput
 from spark_log.bench.window import WindowOutcome, run_window
-from spark_log.client import Client, encode_producer_batch
+from spark_log.client import Ack, encode_producer_batch
 
 SHRINK_FACTOR = 0.9
+
+
+class BatchSender(Protocol):
+    """What the batch run needs of a client: ``Client`` itself, or a wrapper that counts the
+    acked records (the replicated run checks them against what each replica stored)."""
+
+    async def publish_batch(
+        self, stream: str, values: Iterable[bytes | str], *, timeout_s: float | None = None
+    ) -> Ack | None: ...
 
 
 def batch_records_that_fit(value: bytes, wanted: int, max_payload: int) -> int:
@@ -30,7 +40,7 @@ def batch_records_that_fit(value: bytes, wanted: int, max_payload: int) -> int:
 
 
 async def measure_batches(
-    client: Client, stream: str, value: bytes, settings: BenchSettings, max_payload: int,
+    client: BatchSender, stream: str, value: bytes, settings: BenchSettings, max_payload: int,
     progress: Progress, pids: Mapping[str, int],
 ) -> tuple[Throughput, int]:
     """Returns the throughput and the records per batch actually used."""

@@ -31,8 +31,8 @@ class Publisher(Protocol):
 class LiftlogPublisher:
     """``Client.publish`` with the stream's ack policy (``all``: acked after fsync + commit)."""
 
-    def __init__(self, client: Client, stream: str) -> None:
-        self.label = "Liftlog"
+    def __init__(self, client: Client, stream: str, label: str = "Liftlog") -> None:
+        self.label = label
         self._client = client
         self._stream = stream
 

@@ -69,10 +69,13 @@ def median_round(rounds: list[Throughput]) -> Throughput:
 
 
 async def acked_rounds(
-    sides: Sides, pubs: Mapping[str, Publisher], value: bytes, settings: BenchSettings,
-    progress: Progress,
+    pids: Mapping[str, int], pubs: Mapping[str, Publisher], value: bytes,
+    settings: BenchSettings, progress: Progress,
 ) -> dict[str, list[Throughput]]:
-    """Liftlog and JetStream alternating for ``acked_rounds``; sync=always once (it is slow)."""
+    """Liftlog and JetStream alternating for ``acked_rounds``; sync=always once (it is slow).
+
+    ``pids`` are the processes whose CPU each round reports.
+    """
     label = size_label(len(value))
     rounds: dict[str, list[Throughput]] = {key: [] for key in pubs}
     for n in range(settings.acked_rounds):
@@ -81,7 +84,7 @@ async def acked_rounds(
                 continue
             progress.say(f"{label}: per-message acked, {pub.label}, round {n + 1}, "
                          f"{settings.records:,} records ...")
-            tp = await measure_acked(pub, value, settings, progress, sides.pids)
+            tp = await measure_acked(pub, value, settings, progress, pids)
             rounds[key].append(tp)
             progress.say(f"  {tp.records_per_s:,.0f} records/s, {tp.mb_per_s:.2f} MB/s"
                          f"{f', {tp.failed} failed' if tp.failed else ''}")
@@ -89,14 +92,15 @@ async def acked_rounds(
 
 
 async def latencies(
-    sides: Sides, pubs: Mapping[str, Publisher], value: bytes, settings: BenchSettings,
-    progress: Progress,
+    pids: Mapping[str, int], pubs: Mapping[str, Publisher], value: bytes,
+    settings: BenchSettings, progress: Progress,
 ) -> dict[str, Latency]:
+    """Each side in turn at the same paced rate (never at once: they would share the cores)."""
     found = {}
     for key, pub in pubs.items():
         progress.say(f"{size_label(len(value))}: latency, {pub.label}, "
                      f"{settings.latency_messages:,} messages at {settings.latency_rate_per_s}/s")
-        found[key] = lat = await measure_latency(pub, value, settings, sides.pids)
+        found[key] = lat = await measure_latency(pub, value, settings, pids)
         progress.say(f"  p50 {lat.p50_ms:.2f} ms, p99 {lat.p99_ms:.2f} ms, max {lat.max_ms:.2f} ms")
     return found
 
@@ -109,7 +113,7 @@ async def measure_size(
     stream, subject = liftlog_stream(size)
     pubs = await publishers(sides, size)
 
-    rounds = await acked_rounds(sides, pubs, value, settings, progress)
+    rounds = await acked_rounds(sides.pids, pubs, value, settings, progress)
 
     progress.say(f"{label}: Liftlog producer batches, {settings.batch_total_records:,} records")
     batches, per_batch = await measure_batches(
@@ -118,7 +122,7 @@ async def measure_size(
     progress.say(f"  {batches.records_per_s:,.0f} records/s, {batches.mb_per_s:.2f} MB/s "
                  f"({per_batch} records per batch)")
 
-    latency = await latencies(sides, pubs, value, settings, progress)
+    latency = await latencies(sides.pids, pubs, value, settings, progress)
 
     progress.say(f"{label}: fire-and-forget, {settings.records:,} plain publishes beside a "
                  "bare subscriber ...")

@@ -87,3 +87,41 @@ def test_node_rss_and_targets(bench_json):
     assert bench_json["machine"]["cpus"] >= 1
     targets = bench_json["targets"]
     assert targets and all(isinstance(t["met"], bool) for t in targets)
+
+
+REPLICATED_SMOKE_RECORDS = 500
+REPLICATED_SIDES = ("liftlog_rf3", "jetstream_r3")
+
+
+@pytest.mark.timeout(90)
+def test_replicated_mode_reports_every_figure_and_loses_nothing(tmp_path):
+    """``--replication 3`` with tiny counts: both sides measured, every acked record stored
+    on all three replicas, every process stopped. No timing assertions."""
+    before = set(live_children())
+    out = tmp_path / "results-rf3.json"
+    assert run_bench(records=REPLICATED_SMOKE_RECORDS, sizes=[SMOKE_SIZE], json_path=out,
+                     replication=3) == 0
+    assert [c for c in live_children() if c not in before] == []
+    body = json.loads(out.read_text())
+    assert body["settings"]["replication_factor"] == 3
+    (result,) = body["results"]
+    assert result["record_bytes"] == SMOKE_SIZE
+    for side in REPLICATED_SIDES:
+        acked = result["per_message_acked"][side]
+        assert acked["records"] == REPLICATED_SMOKE_RECORDS, side
+        assert acked["failed"] == 0, (side, acked["first_error"])
+        assert acked["records_per_s"] > 0 and len(acked["rounds_records_per_s"]) == 3, side
+        latency = result["latency"][side]
+        assert latency["count"] > 0 and latency["failed"] == 0, side
+        assert 0 < latency["p50_ms"] <= latency["p99_ms"] <= latency["max_ms"], side
+        stored = result["stored"][side]
+        assert stored["acked"] > 0 and stored["lost"] == 0, (side, stored)
+        assert stored["stored"] >= stored["acked"], (side, stored)
+        assert stored["replicas_complete"] == stored["replicas"] == 3, (side, stored)
+    batches = result["producer_batches"]
+    assert batches["liftlog_rf3"]["failed"] == 0
+    assert batches["liftlog_rf3"]["records"] >= REPLICATED_SMOKE_RECORDS
+    assert batches["ratio_to_jetstream_per_message"] > 0
+    assert result["per_message_ratio_liftlog_to_jetstream"] > 0
+    assert sorted(body["node_peak_rss_mb"]) == ["node-1", "node-2", "node-3"]
+    assert body["targets"] and all(isinstance(t["met"], bool) for t in body["targets"])
