@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spark_log.bench.replica_check import StoredCheck
+from spark_log.bench.results import acked_size_json
 from spark_log.bench.stats import Latency, Throughput
 
 LIFTLOG_RF3 = "liftlog_rf3"
@@ -51,24 +52,10 @@ class ReplicatedSizeResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "record_bytes": self.record_bytes,
-            "per_message_acked": {
-                k: {**v.to_json(), "rounds_records_per_s": self._rounds(k)}
-                for k, v in self.per_message.items()
-            },
-            "per_message_ratio_liftlog_to_jetstream": round(self.per_message_ratio, 3),
-            "producer_batches": {
-                "records_per_batch": self.batch_records,
-                LIFTLOG_RF3: self.batches.to_json(),
-                "ratio_to_jetstream_per_message": round(self.batch_ratio, 2),
-            },
-            "latency": {k: v.to_json() for k, v in self.latency.items()},
+            **acked_size_json(self, LIFTLOG_RF3),
             "stored": {k: v.to_json() for k, v in self.stored.items()},
             "leaders_at_start": self.leaders,
         }
-
-    def _rounds(self, side: str) -> list[float]:
-        return [round(r.records_per_s, 1) for r in self.per_message_rounds.get(side, [])]
 
 
 @dataclass

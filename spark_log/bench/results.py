@@ -46,23 +46,9 @@ class SizeResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "record_bytes": self.record_bytes,
-            "per_message_acked": {
-                k: {**v.to_json(), "rounds_records_per_s": self._rounds(k)}
-                for k, v in self.per_message.items()
-            },
-            "per_message_ratio_liftlog_to_jetstream": round(self.per_message_ratio, 3),
-            "producer_batches": {
-                "records_per_batch": self.batch_records,
-                LIFTLOG: self.batches.to_json(),
-                "ratio_to_jetstream_per_message": round(self.batch_ratio, 2),
-            },
-            "latency": {k: v.to_json() for k, v in self.latency.items()},
+            **acked_size_json(self, LIFTLOG),
             "fire_and_forget": self.fire_forget.to_json(),
         }
-
-    def _rounds(self, side: str) -> list[float]:
-        return [round(r.records_per_s, 1) for r in self.per_message_rounds.get(side, [])]
 
 
 @dataclass
@@ -82,3 +68,25 @@ class BenchResult:
             "targets": verdicts,
             "notes": self.notes,
         }
+
+
+def acked_size_json(result: Any, liftlog_side: str) -> dict[str, Any]:
+    """The figures every per-size result shares (single-node and replicated runs alike)."""
+
+    def rounds(side: str) -> list[float]:
+        return [round(r.records_per_s, 1) for r in result.per_message_rounds.get(side, [])]
+
+    return {
+        "record_bytes": result.record_bytes,
+        "per_message_acked": {
+            k: {**v.to_json(), "rounds_records_per_s": rounds(k)}
+            for k, v in result.per_message.items()
+        },
+        "per_message_ratio_liftlog_to_jetstream": round(result.per_message_ratio, 3),
+        "producer_batches": {
+            "records_per_batch": result.batch_records,
+            liftlog_side: result.batches.to_json(),
+            "ratio_to_jetstream_per_message": round(result.batch_ratio, 2),
+        },
+        "latency": {k: v.to_json() for k, v in result.latency.items()},
+    }
