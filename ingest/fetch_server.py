@@ -101,17 +101,25 @@ class FetchServer:
             )
             return
         r.record_follower_fetch(req.replica_id, req.fetch_offset)
-        await r.send_acks()  # a fetch that moved the HW completes acks=all requests now
         if req.fetch_offset == log_.log_end_offset and req.wait_ms > 0:
+            await r.send_acks()  # a fetch that moved the HW completes acks=all requests now
             await r.wait_for_append(min(req.wait_ms, MAX_FOLLOWER_WAIT_MS))
-        data = await self._read(req)
-        await self._respond(msg, self._meta(), data)
+            data = await self._read(req)
+            await self._respond(msg, self._meta(), data)
+        else:
+            # the follower's next round first, then the acks this fetch released
+            data = await self._read(req)
+            await self._respond(msg, self._meta(), data)
+            await r.send_acks()
 
     async def _read(self, req: FetchRequest) -> bytes:
         log_ = self._replica.open_log
         if log_ is None or req.fetch_offset >= log_.log_end_offset:
             return b""
         max_bytes = min(req.max_bytes, self._max_bytes)
+        cached = self._replica.tail_cache.read(req.fetch_offset, max_bytes)
+        if cached is not None:
+            return cached
         try:
             data = await asyncio.get_running_loop().run_in_executor(
                 None, log_.read, req.fetch_offset, max_bytes

@@ -75,5 +75,9 @@ class FollowerTracker:
             and state.log_end_offset >= high_watermark
         ]
 
+    def min_log_end_offset(self) -> int:
+        """The lowest LEO any follower has reported (0 before the first fetches)."""
+        return min((s.log_end_offset for s in self.followers.values()), default=0)
+
     def log_end_offsets(self) -> dict[int, int]:
         return {r: s.log_end_offset for r, s in self.followers.items()}

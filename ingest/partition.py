@@ -31,6 +31,7 @@ from ingest.follower_state import FollowerTracker
 from ingest.leader import AckRouter, Sequencer, next_cycle, now_ms
 from ingest.metrics import NodeMetrics
 from ingest.produce_request import ProduceRequest, request_from_nats
+from ingest.tail_cache import TailCache
 from spark_log.config import NodeConfig
 from spark_log.errors import (
     LiftlogError,
@@ -108,6 +109,7 @@ class PartitionReplica:
         self._space.set()
         self._hw_event = asyncio.Event()
         self._leo_event = asyncio.Event()
+        self.tail_cache = TailCache()
         self._tasks: set[asyncio.Task[None]] = set()
         self._dedup = DedupWindow(
             int(config.ingest.dedup_window_s * 1000), config.ingest.dedup_max_ids
@@ -286,6 +288,7 @@ class PartitionReplica:
 
     async def _become_leader(self, nc: Any, paused: bool, cluster: str) -> None:
         log_ = self.log
+        self.tail_cache.clear()
         self.followers.reset(self.config.broker_id, self.replicas, now_ms())
         if self.isr == [self.config.broker_id]:
             log_.set_high_watermark(log_.log_end_offset)
@@ -333,6 +336,7 @@ class PartitionReplica:
 
     def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> None:
         self.followers.record_fetch(replica_id, fetch_offset, self.log.log_end_offset, now_ms())
+        self.tail_cache.trim_below(self.followers.min_log_end_offset())
         self._advance_hw()
 
     async def wait_for_append(self, wait_ms: int) -> None:
@@ -367,6 +371,7 @@ class PartitionReplica:
     async def truncate_to(self, offset: int) -> None:
         async with self._write_lock:
             await asyncio.get_running_loop().run_in_executor(None, self.log.truncate_to, offset)
+        self.tail_cache.clear()
         self._dedup.forget_from(offset)
         self._update_gauges()
 
@@ -515,15 +520,16 @@ class PartitionReplica:
         # busy flusher (heavy load): append only and let the flusher's next fsync cover it
         inline_fsync = sync and not self._flushing and not self._flush_wanted.is_set()
         if cycle.batches:
-            append = self._append_and_flush if inline_fsync else self._append_trusted
+            loop = asyncio.get_running_loop()
             try:
-                await asyncio.get_running_loop().run_in_executor(None, append, log_, cycle.batches)
+                await loop.run_in_executor(
+                    None, self._append_cycle, loop, log_, cycle.batches, inline_fsync
+                )
             except (OSError, LiftlogError) as exc:
                 self._go_offline(f"log append failed: {exc}")
                 for item in cycle.sequenced:
                     self._acks.error(item.request, StorageError(str(exc)))
                 return
-        self._signal_append()
         if not sync or inline_fsync:
             self._advance_hw()  # durable per the policy already: commit before routing acks
         self._acks.after_append(
@@ -559,15 +565,24 @@ class PartitionReplica:
             self._advance_hw()
             await self._send_acks()
 
-    @staticmethod
-    def _append_trusted(log_: PartitionLog, batches: list[bytes]) -> None:
-        """Append batches this leader just encoded: the CRC was computed in this process."""
+    def _append_cycle(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        log_: PartitionLog,
+        batches: list[bytes],
+        fsync: bool,
+    ) -> None:
+        """Worker thread: append batches this leader just encoded (its own CRCs, so not
+        verified again), let waiting followers fetch them at once, then fsync if asked: the
+        followers' round trip overlaps the leader's fsync, as in Kafka."""
         log_.append_many(batches, verify_crc=False)
+        loop.call_soon_threadsafe(self._on_appended, batches)
+        if fsync:
+            log_.flush()
 
-    @staticmethod
-    def _append_and_flush(log_: PartitionLog, batches: list[bytes]) -> None:
-        log_.append_many(batches, verify_crc=False)
-        log_.flush()
+    def _on_appended(self, batches: list[bytes]) -> None:
+        self.tail_cache.add(batches)
+        self._signal_append()
 
     def _count(self, batches: list[bytes], records: int) -> None:
         if batches:

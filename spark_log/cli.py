@@ -194,13 +194,20 @@ def _stream_create(args: argparse.Namespace) -> int:
 
 def _stream_elect_unclean(args: argparse.Namespace) -> int:
     params = {"broker_id": args.broker, "confirm": "true" if args.confirm else "false"}
-    body = _rest(args).request(
-        "POST", f"/v1/streams/{args.name}/partitions/{args.partition}/unclean-election",
-        params=params,
-    ).json()
-    print(f"candidate broker {body['candidate']}: log end offset "
-          f"{body['candidate_log_end_offset']}, highest known HW "
-          f"{body['highest_known_high_watermark']}")
+    body = (
+        _rest(args)
+        .request(
+            "POST",
+            f"/v1/streams/{args.name}/partitions/{args.partition}/unclean-election",
+            params=params,
+        )
+        .json()
+    )
+    print(
+        f"candidate broker {body['candidate']}: log end offset "
+        f"{body['candidate_log_end_offset']}, highest known HW "
+        f"{body['highest_known_high_watermark']}"
+    )
     print(f"offsets known to be lost: {body['offsets_known_lost']} ({body['warning']})")
     if body["elected"]:
         print(f"elected broker {body['leader']} at leader epoch {body['leader_epoch']}")
@@ -463,11 +470,20 @@ def _print_record(record: Any, as_json: bool) -> None:
 
 def _bench_parser(sub: Any) -> None:
     p = sub.add_parser("bench", help="benchmark Liftlog beside JetStream on an embedded stack")
-    p.add_argument("--records", type=int, default=None,
-                   help="records per measurement (default 50,000; 20,000 with --replication 3)")
+    p.add_argument(
+        "--records",
+        type=int,
+        default=None,
+        help="records per measurement (default 50,000; 20,000 with --replication 3)",
+    )
     p.add_argument("--sizes", default="100,1024", help="record sizes in bytes")
-    p.add_argument("--replication", type=int, choices=(1, 3), default=1,
-                   help="1: one node beside JetStream; 3: Liftlog RF=3 beside JetStream R3")
+    p.add_argument(
+        "--replication",
+        type=int,
+        choices=(1, 3),
+        default=1,
+        help="1: one node beside JetStream; 3: Liftlog RF=3 beside JetStream R3",
+    )
     p.add_argument("--data-dir", help="default: a temporary directory")
     p.add_argument("--json", help="also write the results to this file")
     p.set_defaults(run=_bench)
@@ -477,8 +493,13 @@ def _bench(args: argparse.Namespace) -> int:
     from spark_log.bench.runner import run_bench
 
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    return run_bench(records=args.records, sizes=sizes, data_dir=args.data_dir,
-                     json_path=args.json, replication=args.replication)
+    return run_bench(
+        records=args.records,
+        sizes=sizes,
+        data_dir=args.data_dir,
+        json_path=args.json,
+        replication=args.replication,
+    )
 
 
 def _demo_parser(sub: Any) -> None:

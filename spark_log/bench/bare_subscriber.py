@@ -25,10 +25,16 @@ import nats.errors
 PENDING_BYTES_LIMIT = 1024 * 1024 * 1024
 
 
-async def count_messages(url: str, subject: str, count: int, idle_s: float, timeout_s: float
-                         ) -> dict[str, Any]:
-    state: dict[str, Any] = {"count": 0, "first": None, "last": None, "slow_consumer": 0,
-                             "cpu_s": 0.0}
+async def count_messages(
+    url: str, subject: str, count: int, idle_s: float, timeout_s: float
+) -> dict[str, Any]:
+    state: dict[str, Any] = {
+        "count": 0,
+        "first": None,
+        "last": None,
+        "slow_consumer": 0,
+        "cpu_s": 0.0,
+    }
     done = asyncio.Event()
 
     async def on_msg(_msg: Any) -> None:
@@ -45,8 +51,9 @@ async def count_messages(url: str, subject: str, count: int, idle_s: float, time
             state["slow_consumer"] += 1
 
     nc = await nats.connect(url, error_cb=on_error, max_reconnect_attempts=0)
-    await nc.subscribe(subject, cb=on_msg, pending_msgs_limit=count + 1,
-                       pending_bytes_limit=PENDING_BYTES_LIMIT)
+    await nc.subscribe(
+        subject, cb=on_msg, pending_msgs_limit=count + 1, pending_bytes_limit=PENDING_BYTES_LIMIT
+    )
     await nc.flush()
     print("ready", flush=True)
     cpu_at_ready = time.process_time()

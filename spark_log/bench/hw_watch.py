@@ -20,7 +20,10 @@ class HwWatcher:
     """Polls the HW until it reaches ``target`` or ``stop`` is called (use as a context)."""
 
     def __init__(
-        self, rest: RestClient, stream: str, target: int,
+        self,
+        rest: RestClient,
+        stream: str,
+        target: int,
         interval_s: float = HW_POLL_INTERVAL_S,
     ) -> None:
         self.target = target

@@ -36,8 +36,9 @@ class SyncAlwaysNatsServer(NatsServer):
     """nats-server with JetStream and ``sync_interval: always`` (config file + the usual flags)."""
 
     def __init__(self, data_dir: Path) -> None:
-        super().__init__(free_port(), data_dir, jetstream=False,
-                         log_path=data_dir / "nats-sync-always.log")
+        super().__init__(
+            free_port(), data_dir, jetstream=False, log_path=data_dir / "nats-sync-always.log"
+        )
         self.name = f"nats-server sync=always :{self.port}"
         self.config_path = data_dir / "nats-sync-always.conf"
 
@@ -71,7 +72,10 @@ async def create_js_stream(
     """A file-storage stream on its own subject (the setup under test): one replica on the
     single server, ``replicas`` on the R3 cluster."""
     try:
-        await js.add_stream(StreamConfig(name=name, subjects=[subject], storage=StorageType.FILE,
-                                         num_replicas=replicas))
+        await js.add_stream(
+            StreamConfig(
+                name=name, subjects=[subject], storage=StorageType.FILE, num_replicas=replicas
+            )
+        )
     except nats.errors.Error as exc:
         raise BenchError(f"cannot create JetStream stream {name} on {subject}: {exc}") from exc

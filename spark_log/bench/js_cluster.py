@@ -44,8 +44,9 @@ class ClusterNatsServer(NatsServer):
     """
 
     def __init__(self, index: int, route_ports: Sequence[int], data_dir: Path) -> None:
-        super().__init__(free_port(), data_dir, jetstream=True,
-                         log_path=data_dir / "nats-server.log")
+        super().__init__(
+            free_port(), data_dir, jetstream=True, log_path=data_dir / "nats-server.log"
+        )
         self.server_name = f"bench-r3-{index + 1}"
         self.name = f"nats-server {self.server_name} :{self.port}"
         self.route_port = route_ports[index]
@@ -53,8 +54,15 @@ class ClusterNatsServer(NatsServer):
 
     def _argv(self) -> list[str]:
         argv = _replace_option(super()._argv(), "--server_name", self.server_name)
-        return [*argv, "--cluster_name", CLUSTER_NAME, "--cluster", _route_url(self.route_port),
-                "--routes", ",".join(self.routes)]
+        return [
+            *argv,
+            "--cluster_name",
+            CLUSTER_NAME,
+            "--cluster",
+            _route_url(self.route_port),
+            "--routes",
+            ",".join(self.routes),
+        ]
 
 
 class JetStreamCluster:
@@ -62,8 +70,9 @@ class JetStreamCluster:
 
     def __init__(self, data_dir: Path, size: int = CLUSTER_SIZE) -> None:
         route_ports = [free_port() for _ in range(size)]
-        self.servers = [ClusterNatsServer(i, route_ports, data_dir / f"server-{i + 1}")
-                        for i in range(size)]
+        self.servers = [
+            ClusterNatsServer(i, route_ports, data_dir / f"server-{i + 1}") for i in range(size)
+        ]
         self.meta_leader: str | None = None
 
     @property
@@ -113,8 +122,9 @@ class JetStreamCluster:
         self.stop()
 
 
-def wait_for_meta_leader(monitor_urls: Sequence[str],
-                         timeout_s: float = META_LEADER_TIMEOUT_S) -> str:
+def wait_for_meta_leader(
+    monitor_urls: Sequence[str], timeout_s: float = META_LEADER_TIMEOUT_S
+) -> str:
     """Poll every server's ``/jsz`` until all name the same meta leader; returns its name.
 
     Creating a stream before that fails (or times out) with "JetStream not ready", and a
@@ -127,8 +137,10 @@ def wait_for_meta_leader(monitor_urls: Sequence[str],
         if leaders[0] and all(leader == leaders[0] for leader in leaders):
             return leaders[0]
         time.sleep(META_POLL_INTERVAL_S)
-    raise BenchError(f"JetStream cluster elected no meta leader within {timeout_s:.0f}s "
-                     f"(each server's view: {leaders})")
+    raise BenchError(
+        f"JetStream cluster elected no meta leader within {timeout_s:.0f}s "
+        f"(each server's view: {leaders})"
+    )
 
 
 def _meta_leader(monitor_url: str) -> str | None:
@@ -156,12 +168,12 @@ def _replace_option(argv: list[str], flag: str, value: str) -> list[str]:
     if flag not in argv:
         return [*argv, flag, value]
     at = argv.index(flag)
-    return [*argv[: at + 1], value, *argv[at + 2:]]
+    return [*argv[: at + 1], value, *argv[at + 2 :]]
 
 
-
-async def create_r3_stream(js: JetStreamContext, name: str, subject: str,
-                           timeout_s: float = STREAM_CREATE_TIMEOUT_S) -> None:
+async def create_r3_stream(
+    js: JetStreamContext, name: str, subject: str, timeout_s: float = STREAM_CREATE_TIMEOUT_S
+) -> None:
     """An R3 file-storage stream, retried: right after the meta leader is elected the cluster
     may still answer "insufficient resources" or time out while the peers catch up."""
     deadline = time.monotonic() + timeout_s

@@ -26,8 +26,8 @@ def describe_machine(nats_server_version: str) -> dict[str, Any]:
         "nats_py": _version("nats-py"),
         "pyarrow": _version("pyarrow"),
         "summary": f"{cpus} CPUs, {model or 'unknown CPU'}, {memory_mib // 1024} GiB RAM, "
-                   f"Python {platform.python_version()}, nats-server {nats_server_version}, "
-                   f"nats-py {_version('nats-py')}",
+        f"Python {platform.python_version()}, nats-server {nats_server_version}, "
+        f"nats-py {_version('nats-py')}",
     }
 
 

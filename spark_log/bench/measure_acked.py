@@ -24,16 +24,22 @@ async def warm_up(publisher: Publisher, value: bytes, window: int) -> None:
 
 
 async def measure_acked(
-    publisher: Publisher, value: bytes, settings: BenchSettings, progress: Progress,
+    publisher: Publisher,
+    value: bytes,
+    settings: BenchSettings,
+    progress: Progress,
     pids: Mapping[str, int],
 ) -> Throughput:
     await warm_up(publisher, value, settings.ack_window)
     outcome = WindowOutcome()
-    run = run_window(settings.records, settings.ack_window, lambda: publisher.publish(value),
-                     outcome)
-    async with progress.ticking(f"{publisher.label} acked", lambda: outcome.acked,
-                                settings.records):
+    run = run_window(
+        settings.records, settings.ack_window, lambda: publisher.publish(value), outcome
+    )
+    async with progress.ticking(
+        f"{publisher.label} acked", lambda: outcome.acked, settings.records
+    ):
         with CpuMeter(pids) as cpu:
             await within(settings.phase_timeout_s, f"{publisher.label} per-message acked", run)
-    return Throughput(outcome.acked, len(value), outcome.seconds, outcome.failed,
-                      outcome.first_error, cpu.percent)
+    return Throughput(
+        outcome.acked, len(value), outcome.seconds, outcome.failed, outcome.first_error, cpu.percent
+    )

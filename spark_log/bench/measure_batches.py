@@ -40,8 +40,13 @@ def batch_records_that_fit(value: bytes, wanted: int, max_payload: int) -> int:
 
 
 async def measure_batches(
-    client: BatchSender, stream: str, value: bytes, settings: BenchSettings, max_payload: int,
-    progress: Progress, pids: Mapping[str, int],
+    client: BatchSender,
+    stream: str,
+    value: bytes,
+    settings: BenchSettings,
+    max_payload: int,
+    progress: Progress,
+    pids: Mapping[str, int],
 ) -> tuple[Throughput, int]:
     """Returns the throughput and the records per batch actually used."""
     per_batch = batch_records_that_fit(value, settings.batch_records, max_payload)
@@ -56,10 +61,17 @@ async def measure_batches(
     await send()  # warm-up
     outcome = WindowOutcome()
     run = run_window(batches, settings.batches_in_flight, send, outcome)
-    async with progress.ticking("Liftlog batches", lambda: outcome.acked * per_batch,
-                                batches * per_batch):
+    async with progress.ticking(
+        "Liftlog batches", lambda: outcome.acked * per_batch, batches * per_batch
+    ):
         with CpuMeter(pids) as cpu:
             await within(settings.phase_timeout_s, "Liftlog producer batches", run)
-    throughput = Throughput(outcome.acked * per_batch, len(value), outcome.seconds,
-                            outcome.failed * per_batch, outcome.first_error, cpu.percent)
+    throughput = Throughput(
+        outcome.acked * per_batch,
+        len(value),
+        outcome.seconds,
+        outcome.failed * per_batch,
+        outcome.first_error,
+        cpu.percent,
+    )
     return throughput, per_batch

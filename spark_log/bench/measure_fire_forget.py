@@ -85,7 +85,8 @@ class FireForget:
         return {
             "published": self.published,
             "publisher_records_per_s": round(self.published / self.publish_seconds, 1)
-            if self.publish_seconds > 0 else 0.0,
+            if self.publish_seconds > 0
+            else 0.0,
             "recorded": self.recorded,
             "liftlog_seconds": round(self.liftlog_seconds, 4),
             "liftlog_records_per_s": round(self.liftlog_records_per_s, 1),
@@ -102,8 +103,9 @@ class FireForget:
         }
 
 
-async def publish_plain(nats_url: str, subject: str, value: bytes, count: int, flush_every: int
-                        ) -> float:
+async def publish_plain(
+    nats_url: str, subject: str, value: bytes, count: int, flush_every: int
+) -> float:
     """Plain ``nc.publish`` (no reply) at full speed; returns the monotonic start time."""
     nc = await nats.connect(nats_url, max_reconnect_attempts=0)
     try:
@@ -128,7 +130,10 @@ async def wait_recorded(watcher: HwWatcher, deadline_s: float) -> None:
 
 
 async def measure_fire_forget(
-    target: FireForgetTarget, value: bytes, settings: BenchSettings, progress: Progress,
+    target: FireForgetTarget,
+    value: bytes,
+    settings: BenchSettings,
+    progress: Progress,
     pids: Mapping[str, int],
 ) -> FireForget:
     rest = RestClient(target.api_url)
@@ -137,15 +142,20 @@ async def measure_fire_forget(
     drops0 = await asyncio.to_thread(slow_consumer_drops, target.api_url, target.stream)
     server0 = await asyncio.to_thread(_server_slow_consumers, target.nats_monitor_url)
     timeout = settings.phase_timeout_s
-    async with bare_subscriber(target.nats_url, target.subject, count, timeout,
-                               target.log_dir / "bare-subscriber.log") as sub:
+    async with bare_subscriber(
+        target.nats_url, target.subject, count, timeout, target.log_dir / "bare-subscriber.log"
+    ) as sub:
         with HwWatcher(rest, target.stream, hw0 + count) as watcher, CpuMeter(pids) as cpu:
-            t0 = await within(timeout, "fire-and-forget publishing",
-                              publish_plain(target.nats_url, target.subject, value, count,
-                                            settings.flush_every))
+            t0 = await within(
+                timeout,
+                "fire-and-forget publishing",
+                publish_plain(target.nats_url, target.subject, value, count, settings.flush_every),
+            )
             published_s = time.monotonic() - t0
-            progress.say(f"  published {count:,} plain messages in {published_s:.2f}s; "
-                         "waiting for the HW to cover them")
+            progress.say(
+                f"  published {count:,} plain messages in {published_s:.2f}s; "
+                "waiting for the HW to cover them"
+            )
             await wait_recorded(watcher, timeout)
         counted = await sub.result(timeout + RESULT_GRACE_S)
     hw = watcher.hw
@@ -161,9 +171,13 @@ async def measure_fire_forget(
         subscriber_counted=counted.count,
         subscriber_seconds=subscriber_s,
         slow_consumer_drops=await asyncio.to_thread(
-            slow_consumer_drops, target.api_url, target.stream) - drops0,
+            slow_consumer_drops, target.api_url, target.stream
+        )
+        - drops0,
         server_slow_consumers=await asyncio.to_thread(
-            _server_slow_consumers, target.nats_monitor_url) - server0,
+            _server_slow_consumers, target.nats_monitor_url
+        )
+        - server0,
         subscriber_slow_consumer_errors=counted.slow_consumer_errors,
         cpu_percent=cpu_percent,
     )

@@ -19,8 +19,9 @@ from spark_log.bench.stats import Latency
 LATENCY_WARMUP_MESSAGES = 20
 
 
-async def _paced(publisher: Publisher, value: bytes, count: int, rate_per_s: int
-                 ) -> tuple[list[float], int]:
+async def _paced(
+    publisher: Publisher, value: bytes, count: int, rate_per_s: int
+) -> tuple[list[float], int]:
     samples: list[float] = []
     failures = [0]
     tasks: set[asyncio.Task[None]] = set()
@@ -53,7 +54,8 @@ async def measure_latency(
     await _paced(publisher, value, LATENCY_WARMUP_MESSAGES, rate)
     with CpuMeter(pids) as cpu:
         samples, failed = await within(
-            settings.phase_timeout_s, f"{publisher.label} latency",
+            settings.phase_timeout_s,
+            f"{publisher.label} latency",
             _paced(publisher, value, settings.latency_messages, rate),
         )
     return Latency.from_samples(samples, failed, rate, cpu.percent)

@@ -65,8 +65,9 @@ async def liftlog_partition(client: Client, stream: str) -> dict[str, Any]:
     return dict(body["partitions"][0])
 
 
-async def wait_full_isr(client: Client, stream: str, replicas: int,
-                        timeout_s: float = FULL_ISR_TIMEOUT_S) -> dict[str, Any]:
+async def wait_full_isr(
+    client: Client, stream: str, replicas: int, timeout_s: float = FULL_ISR_TIMEOUT_S
+) -> dict[str, Any]:
     """Wait until every replica is in the ISR, so ``acks=all`` really waits for all three."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -74,13 +75,16 @@ async def wait_full_isr(client: Client, stream: str, replicas: int,
         if len(part.get("isr") or []) == replicas and part.get("leader", -1) >= 0:
             return part
         if time.monotonic() >= deadline:
-            raise BenchError(f"stream {stream}: ISR {part.get('isr')} is not all {replicas} "
-                             f"replicas after {timeout_s:.0f}s")
+            raise BenchError(
+                f"stream {stream}: ISR {part.get('isr')} is not all {replicas} "
+                f"replicas after {timeout_s:.0f}s"
+            )
         await asyncio.sleep(CHECK_POLL_INTERVAL_S)
 
 
-async def liftlog_stored(client: Client, stream: str, acked: int,
-                         timeout_s: float = REPLICA_CATCH_UP_TIMEOUT_S) -> StoredCheck:
+async def liftlog_stored(
+    client: Client, stream: str, acked: int, timeout_s: float = REPLICA_CATCH_UP_TIMEOUT_S
+) -> StoredCheck:
     """The HW and the replicas whose LEO covers every acked record (waited for briefly)."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -89,9 +93,14 @@ async def liftlog_stored(client: Client, stream: str, acked: int,
         complete = sum(1 for leo in leos if leo >= acked)
         replicas = len(part.get("replicas") or [])
         if complete >= replicas or time.monotonic() >= deadline:
-            return StoredCheck(acked, int(part.get("high_watermark") or 0), replicas, complete,
-                               node_name(part.get("leader")),
-                               tuple(node_name(b) for b in part.get("isr") or []))
+            return StoredCheck(
+                acked,
+                int(part.get("high_watermark") or 0),
+                replicas,
+                complete,
+                node_name(part.get("leader")),
+                tuple(node_name(b) for b in part.get("isr") or []),
+            )
         await asyncio.sleep(CHECK_POLL_INTERVAL_S)
 
 
@@ -113,8 +122,9 @@ def _js_current_peers(info: StreamInfo) -> list[str]:
     return [js_leader(info), *current]
 
 
-async def wait_js_replicas_current(js: JetStreamContext, name: str, replicas: int,
-                                   timeout_s: float = FULL_ISR_TIMEOUT_S) -> StreamInfo:
+async def wait_js_replicas_current(
+    js: JetStreamContext, name: str, replicas: int, timeout_s: float = FULL_ISR_TIMEOUT_S
+) -> StreamInfo:
     """Wait until the R3 stream has a leader and every peer is current: a stream just created
     may still be electing, and publishes then fail at once (no responders)."""
     deadline = time.monotonic() + timeout_s
@@ -124,19 +134,31 @@ async def wait_js_replicas_current(js: JetStreamContext, name: str, replicas: in
         if js_leader(info) != "none" and len(in_sync) >= replicas:
             return info
         if time.monotonic() >= deadline:
-            raise BenchError(f"JetStream stream {name}: only {in_sync} current after "
-                             f"{timeout_s:.0f}s")
+            raise BenchError(
+                f"JetStream stream {name}: only {in_sync} current after {timeout_s:.0f}s"
+            )
         await asyncio.sleep(CHECK_POLL_INTERVAL_S)
 
 
-async def js_stored(js: JetStreamContext, name: str, acked: int, replicas: int,
-                    timeout_s: float = REPLICA_CATCH_UP_TIMEOUT_S) -> StoredCheck:
+async def js_stored(
+    js: JetStreamContext,
+    name: str,
+    acked: int,
+    replicas: int,
+    timeout_s: float = REPLICA_CATCH_UP_TIMEOUT_S,
+) -> StoredCheck:
     """The stream's message count and its peers that are current (waited for briefly)."""
     deadline = time.monotonic() + timeout_s
     while True:
         info = await js_stream_info(js, name)
         in_sync = _js_current_peers(info)
         if len(in_sync) >= replicas or time.monotonic() >= deadline:
-            return StoredCheck(acked, int(info.state.messages), replicas, len(in_sync),
-                               js_leader(info), tuple(in_sync))
+            return StoredCheck(
+                acked,
+                int(info.state.messages),
+                replicas,
+                len(in_sync),
+                js_leader(info),
+                tuple(in_sync),
+            )
         await asyncio.sleep(CHECK_POLL_INTERVAL_S)

@@ -27,13 +27,18 @@ ABSENT = "-"
 
 def render_replicated_report(result: ReplicatedResult, found: list[Verdict]) -> str:
     machine = result.machine
-    parts = [f"Liftlog RF=3 beside NATS JetStream R3 ({machine['summary']}; load average "
-             f"{machine['loadavg_at_start']} at start, {machine.get('loadavg_at_end', '?')} "
-             "at end)"]
+    parts = [
+        f"Liftlog RF=3 beside NATS JetStream R3 ({machine['summary']}; load average "
+        f"{machine['loadavg_at_start']} at start, {machine.get('loadavg_at_end', '?')} "
+        "at end)"
+    ]
     parts += [f"note: {n}" for n in result.notes]
     for size in result.sizes:
-        parts += ["", f"== record size {size_label(size.record_bytes)}, 3 replicas ==",
-                  _size_table(size, result)]
+        parts += [
+            "",
+            f"== record size {size_label(size.record_bytes)}, 3 replicas ==",
+            _size_table(size, result),
+        ]
     rss = ", ".join(f"{name} {mb:.0f} MB" for name, mb in result.node_peak_rss_mb.items())
     parts += ["", f"node peak RSS (VmHWM): {rss}", "", _targets_table(found)]
     return "\n".join(parts)
@@ -51,25 +56,40 @@ def _size_table(size: ReplicatedSizeResult, result: ReplicatedResult) -> str:
 
     batch, pad = size.batches, [ABSENT] * (len(sides) - 1)
     rows = [
-        [f"per-message acked (window {settings['ack_window']}), records/s",
-         *each(lambda s: num(size.per_message[s].records_per_s))],
+        [
+            f"per-message acked (window {settings['ack_window']}), records/s",
+            *each(lambda s: num(size.per_message[s].records_per_s)),
+        ],
         ["per-message acked, MB/s", *each(lambda s: num(size.per_message[s].mb_per_s, 2))],
         ["per-message acked, failed", *each(lambda s: str(size.per_message[s].failed))],
         ["per-message acked, each round, records/s", *each(lambda s: _rounds(size, s))],
-        ["per-message acked, CPU % publisher/NATS/replicas",
-         *each(lambda s: cpu(size.per_message[s].cpu_percent, s))],
-        [f"producer batches ({size.batch_records}/msg, {settings['batches_in_flight']} in "
-         "flight), records/s", num(batch.records_per_s), *pad],
+        [
+            "per-message acked, CPU % publisher/NATS/replicas",
+            *each(lambda s: cpu(size.per_message[s].cpu_percent, s)),
+        ],
+        [
+            f"producer batches ({size.batch_records}/msg, {settings['batches_in_flight']} in "
+            "flight), records/s",
+            num(batch.records_per_s),
+            *pad,
+        ],
         ["producer batches, MB/s", num(batch.mb_per_s, 2), *pad],
         ["producer batches / JetStream R3 per-message", f"{size.batch_ratio:.1f}x", *pad],
-        ["producer batches, CPU % publisher/NATS/replicas",
-         cpu(batch.cpu_percent, LIFTLOG_RF3), *pad],
-        [f"latency at {settings['latency_rate_per_s']} msg/s, p50 ms",
-         *each(lambda s: num(size.latency[s].p50_ms, 2))],
+        [
+            "producer batches, CPU % publisher/NATS/replicas",
+            cpu(batch.cpu_percent, LIFTLOG_RF3),
+            *pad,
+        ],
+        [
+            f"latency at {settings['latency_rate_per_s']} msg/s, p50 ms",
+            *each(lambda s: num(size.latency[s].p50_ms, 2)),
+        ],
         ["latency, p99 ms", *each(lambda s: num(size.latency[s].p99_ms, 2))],
         ["latency, max ms", *each(lambda s: num(size.latency[s].max_ms, 2))],
-        ["latency, CPU % publisher/NATS/replicas",
-         *each(lambda s: cpu(size.latency[s].cpu_percent, s))],
+        [
+            "latency, CPU % publisher/NATS/replicas",
+            *each(lambda s: cpu(size.latency[s].cpu_percent, s)),
+        ],
         ["acked / stored records (lost)", *each(lambda s: _stored(size.stored[s]))],
         ["replicas holding every acked record", *each(lambda s: _replicas(size.stored[s]))],
     ]
@@ -97,6 +117,5 @@ def _replicas(check: StoredCheck) -> str:
 
 
 def _targets_table(found: list[Verdict]) -> str:
-    rows = [[v.target, v.record_size or "", v.value, "met" if v.met else "MISSED"]
-            for v in found]
+    rows = [[v.target, v.record_size or "", v.value, "met" if v.met else "MISSED"] for v in found]
     return render_table(["target", "size", "value", "verdict"], rows)

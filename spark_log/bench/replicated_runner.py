@@ -44,7 +44,8 @@ def replicated_settings(records: int | None, sizes: Sequence[int]) -> BenchSetti
     """The replicated run's settings: fewer records and a lower latency rate by default."""
     return BenchSettings(
         records=REPLICATED_DEFAULT_RECORDS if records is None else records,
-        sizes=tuple(sizes), latency_rate_per_s=REPLICATED_LATENCY_RATE_PER_S,
+        sizes=tuple(sizes),
+        latency_rate_per_s=REPLICATED_LATENCY_RATE_PER_S,
     )
 
 
@@ -88,8 +89,10 @@ async def _measure_all(
     server_version = str(liftlog_varz.get("version", "unknown"))
     machine = {**describe_machine(server_version), "loadavg_at_start": loadavg()}
     result = ReplicatedResult(machine, _settings_json(settings), notes=_notes(settings))
-    result.replica_names = {LIFTLOG_RF3: list(stack.node_pids()),
-                            JETSTREAM_R3: list(stack.js_cluster.pids())}
+    result.replica_names = {
+        LIFTLOG_RF3: list(stack.node_pids()),
+        JETSTREAM_R3: list(stack.js_cluster.pids()),
+    }
     for note in result.notes:
         progress.say(f"note: {note}")
     pids = {PUBLISHER: os.getpid(), **stack.pids()}
@@ -109,12 +112,16 @@ def _notes(settings: BenchSettings) -> list[str]:
     """Say plainly where this run differs from the single-node one."""
     notes = []
     if settings.records < DEFAULT_RECORDS:
-        notes.append(f"{settings.records:,} records per measurement (the single-node run uses "
-                     f"{DEFAULT_RECORDS:,}): fewer, to keep the replicated run within about "
-                     "four minutes")
-    notes.append("JetStream publishers connect to one server of the cluster "
-                 "(the stream leader may be another); Liftlog publishes through its one "
-                 "nats-server to the partition leader")
+        notes.append(
+            f"{settings.records:,} records per measurement (the single-node run uses "
+            f"{DEFAULT_RECORDS:,}): fewer, to keep the replicated run within about "
+            "four minutes"
+        )
+    notes.append(
+        "JetStream publishers connect to one server of the cluster "
+        "(the stream leader may be another); Liftlog publishes through its one "
+        "nats-server to the partition leader"
+    )
     return notes
 
 

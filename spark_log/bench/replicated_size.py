@@ -67,39 +67,51 @@ async def replicated_publishers(
     """Both streams, created and fully replicated; their publishers (counting acked records
     into ``tally``) and leaders."""
     stream, subject = liftlog_rf3_stream(size)
-    await sides.client.create_stream(stream, subject, replication_factor=REPLICATED_FACTOR,
-                                     ack_policy="all")
+    await sides.client.create_stream(
+        stream, subject, replication_factor=REPLICATED_FACTOR, ack_policy="all"
+    )
     part = await wait_full_isr(sides.client, stream, REPLICATED_FACTOR)
     js_name, js_subject = jetstream_r3_stream(size)
     await create_r3_stream(sides.js, js_name, js_subject)
     info = await wait_js_replicas_current(sides.js, js_name, CLUSTER_SIZE)
     leaders = {LIFTLOG_RF3: node_name(part["leader"]), JETSTREAM_R3: js_leader(info)}
-    progress.say(f"{size_label(size)}: streams {stream} (leader {leaders[LIFTLOG_RF3]}, ISR "
-                 f"{part['isr']}) and {js_name} (leader {leaders[JETSTREAM_R3]})")
+    progress.say(
+        f"{size_label(size)}: streams {stream} (leader {leaders[LIFTLOG_RF3]}, ISR "
+        f"{part['isr']}) and {js_name} (leader {leaders[JETSTREAM_R3]})"
+    )
     pubs: dict[str, Publisher] = {
         LIFTLOG_RF3: CountingPublisher(
             LiftlogPublisher(sides.client, stream, REPLICATED_TITLES[LIFTLOG_RF3]),
-            tally, LIFTLOG_RF3),
+            tally,
+            LIFTLOG_RF3,
+        ),
         JETSTREAM_R3: CountingPublisher(
             JetStreamPublisher(sides.js, js_subject, REPLICATED_TITLES[JETSTREAM_R3]),
-            tally, JETSTREAM_R3),
+            tally,
+            JETSTREAM_R3,
+        ),
     }
     return pubs, leaders
 
 
-async def stored_checks(sides: ReplicatedSides, size: int, tally: AckTally,
-                        progress: Progress) -> dict[str, StoredCheck]:
+async def stored_checks(
+    sides: ReplicatedSides, size: int, tally: AckTally, progress: Progress
+) -> dict[str, StoredCheck]:
     """Each side's committed count and complete replicas against its acked count."""
     found = {
-        LIFTLOG_RF3: await liftlog_stored(sides.client, liftlog_rf3_stream(size)[0],
-                                          tally.acked(LIFTLOG_RF3)),
-        JETSTREAM_R3: await js_stored(sides.js, jetstream_r3_stream(size)[0],
-                                      tally.acked(JETSTREAM_R3), CLUSTER_SIZE),
+        LIFTLOG_RF3: await liftlog_stored(
+            sides.client, liftlog_rf3_stream(size)[0], tally.acked(LIFTLOG_RF3)
+        ),
+        JETSTREAM_R3: await js_stored(
+            sides.js, jetstream_r3_stream(size)[0], tally.acked(JETSTREAM_R3), CLUSTER_SIZE
+        ),
     }
     for side, check in found.items():
-        progress.say(f"  {REPLICATED_TITLES[side]}: {check.acked:,} acked, {check.stored:,} "
-                     f"stored, {check.lost} lost, {check.replicas_complete}/{check.replicas} "
-                     f"replicas complete, leader {check.leader}")
+        progress.say(
+            f"  {REPLICATED_TITLES[side]}: {check.acked:,} acked, {check.stored:,} "
+            f"stored, {check.lost} lost, {check.replicas_complete}/{check.replicas} "
+            f"replicas complete, leader {check.leader}"
+        )
     return found
 
 
@@ -113,19 +125,28 @@ async def measure_replicated_size(
 
     rounds = await acked_rounds(sides.pids, pubs, value, settings, progress)
 
-    progress.say(f"{label}: Liftlog RF=3 producer batches, {settings.batch_total_records:,} "
-                 "records")
+    progress.say(
+        f"{label}: Liftlog RF=3 producer batches, {settings.batch_total_records:,} records"
+    )
     sender = CountingBatchSender(sides.client, tally, LIFTLOG_RF3)
     batches, per_batch = await measure_batches(
-        sender, liftlog_rf3_stream(size)[0], value, settings, sides.max_payload, progress,
+        sender,
+        liftlog_rf3_stream(size)[0],
+        value,
+        settings,
+        sides.max_payload,
+        progress,
         sides.pids,
     )
-    progress.say(f"  {batches.records_per_s:,.0f} records/s, {batches.mb_per_s:.2f} MB/s "
-                 f"({per_batch} records per batch)")
+    progress.say(
+        f"  {batches.records_per_s:,.0f} records/s, {batches.mb_per_s:.2f} MB/s "
+        f"({per_batch} records per batch)"
+    )
 
     latency = await latencies(sides.pids, pubs, value, settings, progress)
     progress.say(f"{label}: checking what each side stored against what it acked ...")
     stored = await stored_checks(sides, size, tally, progress)
     per_message = {key: median_round(r) for key, r in rounds.items()}
-    return ReplicatedSizeResult(size, per_message, rounds, batches, per_batch, latency, stored,
-                                leaders)
+    return ReplicatedSizeResult(
+        size, per_message, rounds, batches, per_batch, latency, stored, leaders
+    )

@@ -48,19 +48,25 @@ class ReplicatedStack:
 def replicated_stack(root: Path, progress: Progress) -> Iterator[ReplicatedStack]:
     """Start both sides; yield; stop both (JetStream cluster first, then Liftlog's stack)."""
     standalone = Standalone(
-        nodes=REPLICATED_FACTOR, data_dir=root / "stack", nats_port=free_port(),
-        zk_port=free_port(), api_port=free_port_block(REPLICATED_FACTOR),
+        nodes=REPLICATED_FACTOR,
+        data_dir=root / "stack",
+        nats_port=free_port(),
+        zk_port=free_port(),
+        api_port=free_port_block(REPLICATED_FACTOR),
     )
-    progress.say(f"starting NATS, ZooKeeper and {REPLICATED_FACTOR} Liftlog nodes "
-                 "(fsync=always) ...")
+    progress.say(
+        f"starting NATS, ZooKeeper and {REPLICATED_FACTOR} Liftlog nodes (fsync=always) ..."
+    )
     with standalone:
         for name, url in standalone.endpoints():
             progress.say(f"  {name:<14} {url}")
         # ports picked only now, just before the servers bind them: a free port picked before
         # the nodes started could have been taken by one of their connections meanwhile
         cluster = JetStreamCluster(root / "jetstream-r3")
-        progress.say(f"starting a {len(cluster.servers)}-server JetStream cluster "
-                     "(file storage, default sync) ...")
+        progress.say(
+            f"starting a {len(cluster.servers)}-server JetStream cluster "
+            "(file storage, default sync) ..."
+        )
         with cluster:
             for server in cluster.servers:
                 progress.say(f"  {server.server_name:<14} {server.url}")

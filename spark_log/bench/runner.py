@@ -50,16 +50,19 @@ def run_bench(
     for a post-mortem; ``replication=3`` compares Liftlog RF=3 with JetStream R3 instead.
     """
     if replication not in REPLICATION_FACTORS:
-        print(f"liftlog bench: --replication must be one of {REPLICATION_FACTORS}, "
-              f"got {replication}", file=sys.stderr)
+        print(
+            f"liftlog bench: --replication must be one of {REPLICATION_FACTORS}, got {replication}",
+            file=sys.stderr,
+        )
         return 2
     if replication > 1:
         from spark_log.bench.replicated_runner import run_replicated_bench
 
         return run_replicated_bench(records, sizes, data_dir, json_path)
     try:
-        settings = BenchSettings(records=DEFAULT_RECORDS if records is None else records,
-                                 sizes=tuple(sizes))
+        settings = BenchSettings(
+            records=DEFAULT_RECORDS if records is None else records, sizes=tuple(sizes)
+        )
     except InvalidRequestError as exc:
         print(f"liftlog bench: {exc.message}", file=sys.stderr)
         return 2
@@ -101,8 +104,17 @@ async def _measure_all(
         if stack.sync_server is not None:
             sync_nc = await exits.enter_async_context(nats_connection(stack.sync_server.url))
             js_sync = sync_nc.jetstream()
-        sides = Sides(client, nc.jetstream(), js_sync, nats_server.url, nats_server.monitor_url,
-                      stack.api_url, nc.max_payload, root, pids)
+        sides = Sides(
+            client,
+            nc.jetstream(),
+            js_sync,
+            nats_server.url,
+            nats_server.monitor_url,
+            stack.api_url,
+            nc.max_payload,
+            root,
+            pids,
+        )
         for size in settings.sizes:
             result.sizes.append(await measure_size(sides, size, settings, progress))
     return result

@@ -76,8 +76,15 @@ class BenchSettings:
                 raise InvalidRequestError(
                     f"record size must be in 1..{DEFAULT_MAX_RECORD_BYTES} bytes, got {size}"
                 )
-        for name in ("ack_window", "acked_rounds", "batch_records", "batch_records_factor",
-                     "batches_in_flight", "latency_rate_per_s", "flush_every"):
+        for name in (
+            "ack_window",
+            "acked_rounds",
+            "batch_records",
+            "batch_records_factor",
+            "batches_in_flight",
+            "latency_rate_per_s",
+            "flush_every",
+        ):
             if getattr(self, name) < 1:
                 raise InvalidRequestError(f"{name} must be >= 1")
         if self.latency_duration_s <= 0:

@@ -69,8 +69,11 @@ def median_round(rounds: list[Throughput]) -> Throughput:
 
 
 async def acked_rounds(
-    pids: Mapping[str, int], pubs: Mapping[str, Publisher], value: bytes,
-    settings: BenchSettings, progress: Progress,
+    pids: Mapping[str, int],
+    pubs: Mapping[str, Publisher],
+    value: bytes,
+    settings: BenchSettings,
+    progress: Progress,
 ) -> dict[str, list[Throughput]]:
     """Liftlog and JetStream alternating for ``acked_rounds``; sync=always once (it is slow).
 
@@ -82,24 +85,33 @@ async def acked_rounds(
         for key, pub in pubs.items():
             if key == JETSTREAM_SYNC and n > 0:
                 continue
-            progress.say(f"{label}: per-message acked, {pub.label}, round {n + 1}, "
-                         f"{settings.records:,} records ...")
+            progress.say(
+                f"{label}: per-message acked, {pub.label}, round {n + 1}, "
+                f"{settings.records:,} records ..."
+            )
             tp = await measure_acked(pub, value, settings, progress, pids)
             rounds[key].append(tp)
-            progress.say(f"  {tp.records_per_s:,.0f} records/s, {tp.mb_per_s:.2f} MB/s"
-                         f"{f', {tp.failed} failed' if tp.failed else ''}")
+            progress.say(
+                f"  {tp.records_per_s:,.0f} records/s, {tp.mb_per_s:.2f} MB/s"
+                f"{f', {tp.failed} failed' if tp.failed else ''}"
+            )
     return rounds
 
 
 async def latencies(
-    pids: Mapping[str, int], pubs: Mapping[str, Publisher], value: bytes,
-    settings: BenchSettings, progress: Progress,
+    pids: Mapping[str, int],
+    pubs: Mapping[str, Publisher],
+    value: bytes,
+    settings: BenchSettings,
+    progress: Progress,
 ) -> dict[str, Latency]:
     """Each side in turn at the same paced rate (never at once: they would share the cores)."""
     found = {}
     for key, pub in pubs.items():
-        progress.say(f"{size_label(len(value))}: latency, {pub.label}, "
-                     f"{settings.latency_messages:,} messages at {settings.latency_rate_per_s}/s")
+        progress.say(
+            f"{size_label(len(value))}: latency, {pub.label}, "
+            f"{settings.latency_messages:,} messages at {settings.latency_rate_per_s}/s"
+        )
         found[key] = lat = await measure_latency(pub, value, settings, pids)
         progress.say(f"  p50 {lat.p50_ms:.2f} ms, p99 {lat.p99_ms:.2f} ms, max {lat.max_ms:.2f} ms")
     return found
@@ -119,17 +131,24 @@ async def measure_size(
     batches, per_batch = await measure_batches(
         sides.client, stream, value, settings, sides.max_payload, progress, sides.pids
     )
-    progress.say(f"  {batches.records_per_s:,.0f} records/s, {batches.mb_per_s:.2f} MB/s "
-                 f"({per_batch} records per batch)")
+    progress.say(
+        f"  {batches.records_per_s:,.0f} records/s, {batches.mb_per_s:.2f} MB/s "
+        f"({per_batch} records per batch)"
+    )
 
     latency = await latencies(sides.pids, pubs, value, settings, progress)
 
-    progress.say(f"{label}: fire-and-forget, {settings.records:,} plain publishes beside a "
-                 "bare subscriber ...")
-    target = FireForgetTarget(sides.nats_url, sides.nats_monitor_url, sides.api_url,
-                              stream, subject, sides.log_dir)
+    progress.say(
+        f"{label}: fire-and-forget, {settings.records:,} plain publishes beside a "
+        "bare subscriber ..."
+    )
+    target = FireForgetTarget(
+        sides.nats_url, sides.nats_monitor_url, sides.api_url, stream, subject, sides.log_dir
+    )
     ff = await measure_fire_forget(target, value, settings, progress, sides.pids)
-    progress.say(f"  Liftlog {ff.liftlog_records_per_s:,.0f} records/s, bare subscriber "
-                 f"{ff.subscriber_records_per_s:,.0f} records/s, {ff.drops} dropped")
+    progress.say(
+        f"  Liftlog {ff.liftlog_records_per_s:,.0f} records/s, bare subscriber "
+        f"{ff.subscriber_records_per_s:,.0f} records/s, {ff.drops} dropped"
+    )
     per_message = {key: median_round(r) for key, r in rounds.items()}
     return SizeResult(size, per_message, batches, per_batch, latency, ff, rounds)

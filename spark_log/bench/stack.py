@@ -36,8 +36,12 @@ class BenchStack:
 def bench_stack(root: Path, progress: Progress) -> Iterator[BenchStack]:
     """Start everything; yield; stop everything (the sync server first, then the stack)."""
     standalone = Standalone(
-        nodes=1, data_dir=root / "stack", nats_port=free_port(), zk_port=free_port(),
-        api_port=free_port(), jetstream=True,
+        nodes=1,
+        data_dir=root / "stack",
+        nats_port=free_port(),
+        zk_port=free_port(),
+        api_port=free_port(),
+        jetstream=True,
     )
     progress.say("starting NATS (JetStream), ZooKeeper and one Liftlog node (fsync=always) ...")
     with standalone, contextlib.ExitStack() as cleanup:

@@ -57,7 +57,10 @@ class Latency:
 
     @classmethod
     def from_samples(
-        cls, samples_s: Sequence[float], failed: int, rate_per_s: int,
+        cls,
+        samples_s: Sequence[float],
+        failed: int,
+        rate_per_s: int,
         cpu_percent: dict[str, float] | None = None,
     ) -> Latency:
         ordered = sorted(samples_s)

@@ -44,8 +44,9 @@ class BareSubscriber:
             state = json.loads(line)
         except ValueError as exc:
             raise BenchError(f"bare subscriber printed {line!r}, not its count") from exc
-        return SubscriberCount(state["count"], state["first"], state["last"],
-                               state["slow_consumer"], state["cpu_s"])
+        return SubscriberCount(
+            state["count"], state["first"], state["last"], state["slow_consumer"], state["cpu_s"]
+        )
 
 
 @contextlib.asynccontextmanager
@@ -56,8 +57,15 @@ async def bare_subscriber(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, str(SCRIPT), nats_url, subject, str(count), str(SUBSCRIBER_IDLE_S),
-            str(timeout_s), stdout=asyncio.subprocess.PIPE, stderr=log,
+            sys.executable,
+            str(SCRIPT),
+            nats_url,
+            subject,
+            str(count),
+            str(SUBSCRIBER_IDLE_S),
+            str(timeout_s),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=log,
         )
     try:
         await _wait_ready(process)

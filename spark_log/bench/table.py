@@ -13,8 +13,9 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(row[i]) for row in cells) for i in range(width)]
     lines = []
     for n, row in enumerate(cells):
-        parts = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:],
-                                                                          strict=True)]
+        parts = [row[0].ljust(widths[0])] + [
+            c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)
+        ]
         lines.append(GAP.join(parts).rstrip())
         if n == 0:
             lines.append(GAP.join("-" * w for w in widths))

@@ -14,6 +14,9 @@ from spark_log.errors import ProcessStartError
 NATS_SERVER_BINARY = "nats-server"
 DEFAULT_NATS_HOST = "127.0.0.1"
 DEFAULT_NATS_START_TIMEOUT_S = 30.0
+# 8 MiB (NATS allows up to 64 MiB and advises at most 8): room for multi-batch follower
+# fetches and 1 KiB x 1000-record producer batches, which the 1 MiB default cuts short
+DEFAULT_NATS_MAX_PAYLOAD = 8 * 1024 * 1024
 
 
 class NatsServer(Component):
@@ -32,6 +35,7 @@ class NatsServer(Component):
         monitor_port: int | None = None,
         log_path: str | Path | None = None,
         binary: str | Path | None = None,
+        max_payload: int = DEFAULT_NATS_MAX_PAYLOAD,
     ) -> None:
         super().__init__()
         self.port = port
@@ -43,6 +47,7 @@ class NatsServer(Component):
         self.name = f"nats-server :{port}"
         self.start_timeout_s = DEFAULT_NATS_START_TIMEOUT_S
         self._binary = str(binary) if binary else None
+        self.max_payload = max_payload
 
     @property
     def url(self) -> str:
@@ -56,12 +61,20 @@ class NatsServer(Component):
         """Clients can connect and the server reports itself healthy (JetStream included)."""
         return tcp_accepts(self.host, self.port) and http_ok(f"{self.monitor_url}/healthz")
 
+    @property
+    def config_path(self) -> Path:
+        return self.data_dir / "nats-server.conf"
+
     def _prepare(self) -> None:
+        """Settings without a command-line flag go in a config file (max_payload)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text(f"max_payload: {self.max_payload}\n")
 
     def _argv(self) -> list[str]:
         argv = [
             self._binary or find_nats_server(),
+            "--config",
+            str(self.config_path),
             "--addr",
             self.host,
             "--port",
