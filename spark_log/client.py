@@ -28,6 +28,7 @@ from spark_log.errors import (
     UnavailableError,
 )
 from spark_log.log import Record
+from spark_log.nats_io import widen_read_buffer
 from spark_log.rest import DEFAULT_SERVER, RestClient
 from spark_log.stream_spec import StreamSpec
 from spark_log.wire import (
@@ -333,6 +334,7 @@ class Client:
         if self._nc is None or self._nc.is_closed:
             url = self.nats_url or await self._discover_nats()
             try:
+                widen_read_buffer()
                 self._nc = await nats.connect(url, max_reconnect_attempts=-1)
             except (nats.errors.Error, OSError) as exc:
                 raise UnavailableError(f"cannot connect to NATS at {url}: {exc}") from exc

@@ -1,0 +1,40 @@
+"""Where a stream's Delta table lives, its schema, and the app-transaction id per partition.
+
+One table per stream incarnation, partitioned by ``partition``. The exporter of partition p
+commits with the Delta app transaction ``app_id(stream, p)`` whose version is the partition's
+exported end offset (the first offset *not* in the lake): a reader learns ``lake_offset`` from
+the table alone, and an exporter checks it before committing, so export is gap-free and
+non-overlapping whoever leads.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from spark_log.log.batch import HEADERS_TYPE
+
+PARTITION_COLUMN = "partition"
+LAKE_SCHEMA = pa.schema(
+    [
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("timestamp", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary(), nullable=False),
+        pa.field("headers", HEADERS_TYPE),
+        pa.field("subject", pa.string(), nullable=False),
+    ]
+)
+APP_ID_PREFIX = "liftlog"
+
+
+def table_uri(lake_uri: str, stream: str, created_at_ms: int) -> str:
+    """``<lake>/<stream>@<incarnation>``: a re-created stream never mixes with an old table.
+
+    The suffix is the stream's creation time in ms, as in the local log directories."""
+    return f"{lake_uri.rstrip('/')}/{stream}@{created_at_ms}"
+
+
+def app_id(stream: str, partition: int) -> str:
+    """The Delta app-transaction id of one stream partition's exporter."""
+    return f"{APP_ID_PREFIX}:{stream}:{partition}"
