@@ -7,14 +7,15 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST := $(PY) -m pytest
 
-.PHONY: demo test fault bench lint format clean-venv check-java
+.PHONY: demo test fault bench bench-spark bench-compact lint format clean-venv check-java
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory check-java
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing Liftlog and its dependencies into $(VENV) ..."
 	@$(PY) -m pip install -q --upgrade pip
-	@$(PY) -m pip install -q -e ".[dev]"
+	@# compat: a path entry, so Spark's lookup of pyspark_* modules (pkgutil) finds pyspark_liftlog
+	@$(PY) -m pip install -q -e ".[dev]" --config-settings editable_mode=compat
 	@touch $(STAMP)
 
 check-java:
@@ -34,6 +35,14 @@ fault: $(STAMP)
 
 bench: $(STAMP)
 	$(VENV)/bin/liftlog bench --json bench/results-latest.json
+
+# batch reads through format("liftlog") beside Spark's Parquet scan of the same lake files (10M records)
+bench-spark: $(STAMP)
+	PYTHONPATH=. $(PY) bench/spark_read.py --json bench/results-spark-read.json
+
+# Key compaction (a Spark job) beside plain Spark latest-per-key aggregations of the same files.
+bench-compact: $(STAMP)
+	$(PY) -m datasource.compaction.bench --rows 2000000 --rounds 3 --json bench/compaction-latest.json
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

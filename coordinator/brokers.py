@@ -7,11 +7,24 @@ expires. After a session loss the broker must register again on its new session.
 
 from __future__ import annotations
 
+import contextlib
 import time
 
-from coordinator.errors import BrokerIdInUseError, ZNodeExistsError, ZNodeNotFoundError
+from coordinator.errors import (
+    BrokerIdInUseError,
+    ZNodeExistsError,
+    ZNodeFormatError,
+    ZNodeNotFoundError,
+)
 from coordinator.zk import ZkSession
-from coordinator.znodes import BROKER_IDS_PATH, BrokerInfo, broker_path
+from coordinator.znodes import (
+    BROKER_IDS_PATH,
+    SHUTTING_DOWN_PATH,
+    BrokerInfo,
+    ShutdownNotice,
+    broker_path,
+    shutdown_notice_path,
+)
 from spark_log.config import NodeConfig
 
 # How long to wait for a previous incarnation's registration to expire, in session timeouts:
@@ -130,3 +143,46 @@ def live_broker_epochs(session: ZkSession) -> dict[int, int]:
         except ZNodeNotFoundError:  # expired between the listing and the read
             continue
     return dict(sorted(epochs.items()))
+
+
+def announce_shutdown(session: ZkSession, broker_id: int) -> None:
+    """Mark this (registered) broker as shutting down, until its session ends.
+
+    Every controller, this one or the next, then leaves it out of leader elections: in a
+    controlled shutdown of several brokers at once, leadership must never move to a broker
+    that is about to stop too (Kafka's ``shuttingDownBrokerIds``, kept in ZooKeeper here so it
+    survives a controller that stops in the middle). Ephemeral, so it goes with the session. A
+    notice owned by another session is a previous incarnation's: it is replaced.
+    ZNodeNotFoundError if the broker is not registered.
+    """
+    notice = ShutdownNotice(broker_id, session.creation_zxid(broker_path(broker_id)))
+    path = shutdown_notice_path(broker_id)
+    session.ensure_path(SHUTTING_DOWN_PATH)
+    try:
+        session.create_json(path, notice.to_json(), ephemeral=True)
+        return
+    except ZNodeExistsError:
+        if _owner(session, path) == session.session_id:
+            return
+    with contextlib.suppress(ZNodeNotFoundError):
+        session.delete(path)
+    session.create_json(path, notice.to_json(), ephemeral=True)
+
+
+def shutting_down_brokers(session: ZkSession, epochs: dict[int, int]) -> frozenset[int]:
+    """The brokers among ``epochs`` (live broker -> epoch) that announced a shutdown in their
+    current incarnation; notices of earlier incarnations and unreadable ones are ignored."""
+    try:
+        names = session.children(SHUTTING_DOWN_PATH)
+    except ZNodeNotFoundError:
+        return frozenset()
+    stopping = set()
+    for name in names:
+        try:
+            data, _version = session.get_json(shutdown_notice_path(int(name)))
+            notice = ShutdownNotice.from_json(data)
+        except (ZNodeNotFoundError, ZNodeFormatError, ValueError):
+            continue
+        if epochs.get(notice.broker_id) == notice.broker_epoch:
+            stopping.add(notice.broker_id)
+    return frozenset(stopping)

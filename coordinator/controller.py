@@ -3,7 +3,8 @@
 Every ingest node runs a ``Controller``; the one elected through ``/v1/controller`` acts. It
 moves leadership when brokers die (only ever to an in-sync replica), shrinks ISRs of dead
 followers, reports offline partitions loudly, moves leadership off a broker that shuts down
-cleanly, and performs unclean elections only when an operator explicitly asks.
+cleanly (and never onto a broker that announced its own shutdown), and performs unclean
+elections only when an operator explicitly asks.
 
 Threading: kazoo callbacks (watches, session states) only hop onto the asyncio loop with
 ``call_soon_threadsafe`` and never block. All work goes through one serial queue taken by one
@@ -18,11 +19,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from typing import TypeVar
 
 from coordinator import leader_selection
-from coordinator.brokers import live_broker_epochs
+from coordinator.brokers import live_broker_epochs, shutting_down_brokers
 from coordinator.controller_actions import (
     PartitionChange,
     PartitionKey,
@@ -67,6 +68,18 @@ DEFAULT_CONTROLLER_REQUEST_TIMEOUT_S = 30.0
 ZK_RETRY_DELAY_S = 1.0
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class BrokerView:
+    """The live brokers, and those of them that announced a clean shutdown (still live, still
+    replicating, but never made leader: they are about to stop)."""
+
+    live: frozenset[int]
+    shutting_down: frozenset[int]
+
+    def without(self, brokers: frozenset[int]) -> BrokerView:
+        return BrokerView(self.live - brokers, self.shutting_down - brokers)
 
 
 class Controller:
@@ -234,7 +247,7 @@ class Controller:
         elif notice is Notice.BROKERS_CHANGED and self._fence is not None:
             await self._apply_broker_change()
         elif notice is Notice.STREAMS_CHANGED and self._fence is not None:
-            await self._scan(await self._live_brokers())
+            await self._scan(await self._broker_view())
 
     async def _handle_request(self, request: Request) -> None:
         try:
@@ -254,7 +267,7 @@ class Controller:
             return await self._controlled_shutdown(request.broker_id)
         if isinstance(request, UncleanElection):
             return await self._unclean_election(request)
-        return await self._scan(await self._live_brokers())
+        return await self._scan(await self._broker_view())
 
     # -- seat ------------------------------------------------------------------------------
 
@@ -329,19 +342,21 @@ class Controller:
         unflushed records), then as live (it can lead partitions only it can serve again).
         """
         epochs = await asyncio.to_thread(live_broker_epochs, self._session)
-        live = frozenset(epochs)
-        bounced = {b for b, e in epochs.items() if self._broker_epochs.get(b, e) != e}
+        view = await self._view_of(epochs)
+        bounced = frozenset(b for b, e in epochs.items() if self._broker_epochs.get(b, e) != e)
         _log_broker_change(self._broker_epochs, epochs, bounced)
         if bounced:
-            await self._scan(live - bounced)
-        await self._scan(live)
+            await self._scan(view.without(bounced))
+        await self._scan(view)
         self._broker_epochs = epochs
 
-    async def _scan(self, live: AbstractSet[int]) -> ScanResult:
+    async def _scan(self, view: BrokerView) -> ScanResult:
         fence = self._require_fence()
 
         def rule(state: PartitionState) -> PartitionState | None:
-            return leader_selection.elect_on_broker_failure(state, live)
+            return leader_selection.elect_on_broker_failure(
+                state, view.live, shutting_down=view.shutting_down
+            )
 
         return await self._apply_everywhere(fence, rule)
 
@@ -354,25 +369,28 @@ class Controller:
 
     async def _controlled_shutdown(self, broker_id: int) -> int:
         fence = self._require_fence()
-        live = await self._live_brokers()
+        view = await self._broker_view()
 
         def rule(state: PartitionState) -> PartitionState | None:
-            return leader_selection.elect_for_controlled_shutdown(state, broker_id, live)
+            return leader_selection.elect_for_controlled_shutdown(
+                state, broker_id, view.live, shutting_down=view.shutting_down
+            )
 
         result = await self._apply_everywhere(fence, rule)
         still_led = sum(1 for state in result.states.values() if state.leader == broker_id)
         log.info(
             "controlled shutdown of broker %d: %d partition(s) changed, %d still led by it "
-            "(no other live in-sync replica)",
+            "(no other live in-sync replica that is not shutting down too: %s are)",
             broker_id,
             len(result.changes),
             still_led,
+            sorted(view.shutting_down - {broker_id}),
         )
         return still_led
 
     async def _unclean_election(self, request: UncleanElection) -> PartitionState:
         fence = self._require_fence()
-        live = await self._live_brokers()
+        live = (await self._broker_view()).live
 
         def rule(state: PartitionState) -> PartitionState:
             return leader_selection.elect_unclean(state, live, request.broker_id)
@@ -396,8 +414,14 @@ class Controller:
             self._report(fence, ScanResult((), {(request.stream, request.partition): state}, False))
         return state
 
-    async def _live_brokers(self) -> frozenset[int]:
-        return frozenset(await asyncio.to_thread(live_broker_epochs, self._session))
+    async def _broker_view(self) -> BrokerView:
+        return await self._view_of(await asyncio.to_thread(live_broker_epochs, self._session))
+
+    async def _view_of(self, epochs: dict[int, int]) -> BrokerView:
+        """Read fresh at every decision (no watch): a shutdown notice only matters when the
+        controller is about to pick a leader."""
+        stopping = await asyncio.to_thread(shutting_down_brokers, self._session, epochs)
+        return BrokerView(frozenset(epochs), stopping)
 
     # -- reporting -------------------------------------------------------------------------
 

@@ -1,10 +1,12 @@
-"""The partition leader's own ISR writes (shrink a lagging follower, expand a caught-up one).
+"""The ISR writes made by brokers rather than the controller.
 
 Who writes a partition state when: the controller changes leaders and shrinks the ISR when a
-broker dies (``coordinator.fencing``); the leader shrinks and expands its ISR here. Both are
-conditional on the znode version, so each sees the other's write as a conflict instead of
-overwriting it. A leader's write must take effect in ZooKeeper before the leader acts on the
-new ISR (a shrunk ISR lets the HW advance without the follower: it must be durable first).
+broker dies (``coordinator.fencing``); the leader shrinks and expands its ISR here; and a
+replica whose log lost durable data at recovery takes itself out of the ISR here, before it
+serves anything. All are conditional on the znode version, so each sees the others' writes as
+a conflict instead of overwriting them. A leader's write must take effect in ZooKeeper before
+the leader acts on the new ISR (a shrunk ISR lets the HW advance without the follower: it must
+be durable first).
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ import dataclasses
 from collections.abc import Sequence
 
 from coordinator.errors import InvalidIsrError, VersionConflictError, ZNodeNotFoundError
+from coordinator.leader_selection import leave_isr_after_data_loss
 from coordinator.zk import ZkSession
 from coordinator.znodes import NO_LEADER, PartitionState, partition_state_path, stream_path
 from spark_log.errors import PartitionNotFoundError, StreamNotFoundError
 from spark_log.stream_spec import validate_stream_name
+
+SELF_REMOVAL_MAX_ATTEMPTS = 5
 
 
 def read_partition_state(
@@ -64,6 +69,38 @@ def update_isr(
     except ZNodeNotFoundError as exc:
         raise _missing(session, stream, partition) from exc
     return updated, version
+
+
+def leave_isr_for_data_loss(
+    session: ZkSession, stream: str, partition: int, broker_id: int
+) -> tuple[PartitionState, int]:
+    """Take ``broker_id`` out of the partition's ISR (and leadership) because its log lost
+    durable data; the state now and its version, written or (nothing to do) as read.
+
+    Conditional on the version read, re-read and decided again on a conflict (a leader or
+    the controller wrote in between): removing oneself is right whatever changed, but it must
+    be decided on the current state. VersionConflictError after
+    ``SELF_REMOVAL_MAX_ATTEMPTS`` lost writes. The rule is
+    ``leader_selection.leave_isr_after_data_loss``.
+    """
+    for _attempt in range(SELF_REMOVAL_MAX_ATTEMPTS):
+        state, version = read_partition_state(session, stream, partition)
+        updated = leave_isr_after_data_loss(state, broker_id)
+        if updated is None:
+            return state, version
+        try:
+            new_version = session.set_json(
+                partition_state_path(stream, partition), updated.to_json(), version
+            )
+        except VersionConflictError:
+            continue
+        except ZNodeNotFoundError as exc:
+            raise _missing(session, stream, partition) from exc
+        return updated, new_version
+    raise VersionConflictError(
+        f"partition {stream}/{partition} changed under each of {SELF_REMOVAL_MAX_ATTEMPTS} "
+        f"attempts to take broker {broker_id} out of its ISR"
+    )
 
 
 def _checked_isr(expected: PartitionState, new_isr: Sequence[int]) -> tuple[int, ...]:

@@ -25,6 +25,8 @@ INITIAL_CONTROLLER_EPOCH = 0
 
 V1 = "/v1"
 BROKER_IDS_PATH = f"{V1}/brokers/ids"
+# Brokers in the middle of a clean shutdown (ephemeral notices): never elected leader.
+SHUTTING_DOWN_PATH = f"{V1}/brokers/shutting_down"
 STREAMS_PATH = f"{V1}/streams"
 # The elected controller (ephemeral) and the controller generation (persistent, fencing).
 CONTROLLER_PATH = f"{V1}/controller"
@@ -35,6 +37,10 @@ T = TypeVar("T")
 
 def broker_path(broker_id: int) -> str:
     return f"{BROKER_IDS_PATH}/{broker_id}"
+
+
+def shutdown_notice_path(broker_id: int) -> str:
+    return f"{SHUTTING_DOWN_PATH}/{broker_id}"
 
 
 def stream_path(name: str) -> str:
@@ -69,6 +75,25 @@ class BrokerInfo:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> BrokerInfo:
         return _from_versioned(cls, data, "broker registration")
+
+
+@dataclass(frozen=True)
+class ShutdownNotice:
+    """A broker announcing its clean shutdown (ephemeral, on the broker's own session).
+
+    ``broker_epoch`` is the czxid of the registration it was written under, so a notice left
+    by a previous incarnation (its session not yet expired) never marks the new one.
+    """
+
+    broker_id: int
+    broker_epoch: int
+
+    def to_json(self) -> dict[str, Any]:
+        return _versioned(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ShutdownNotice:
+        return _from_versioned(cls, data, "shutdown notice")
 
 
 @dataclass(frozen=True)

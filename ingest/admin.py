@@ -10,13 +10,15 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from coordinator.znodes import NO_LEADER, StreamRecord
+from ingest.exporter import in_lake_thread
 from spark_log.errors import (
     InvalidRequestError,
     LiftlogError,
-    NotLeaderError,
     PartitionNotFoundError,
     UnavailableError,
 )
+from spark_log.lake import LakeTable, table_uri
+from spark_log.log import RecoveryLoss
 from spark_log.rest import RestClient
 from spark_log.stream_spec import StreamSpec
 
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from ingest.node import IngestNode
 
 LEADER_VIEW_TIMEOUT_S = 2.0
+FLUSH_FORWARD_MARGIN_S = 10.0
 
 
 async def create_stream(node: IngestNode, spec: StreamSpec) -> tuple[bool, dict[str, Any]]:
@@ -59,7 +62,38 @@ async def describe_stream(node: IngestNode, name: str) -> dict[str, Any]:
         await _describe_partition(node, name, p, state, api_urls)
         for p, (state, _version) in sorted(states.items())
     ]
+    uri = lake_table_uri(node, record)
+    body["lake"] = None if uri is None else {"uri": uri}
+    if uri is not None:
+        await _fill_lake_offsets_from_table(uri, name, body["partitions"])
     return body
+
+
+def lake_table_uri(node: IngestNode, record: StreamRecord) -> str | None:
+    """The stream's Delta table, or None when this node's lake is disabled."""
+    lake = node.config.lake
+    if not lake.enabled:
+        return None
+    return table_uri(lake.uri, record.spec.name, record.created_at_ms)
+
+
+async def _fill_lake_offsets_from_table(
+    uri: str, name: str, partitions: list[dict[str, Any]]
+) -> None:
+    """Partitions whose leader could not say (offline, just elected, unreachable) get their
+    lake offset from the table itself, the source of truth (left null if it cannot be read)."""
+    missing = [p for p in partitions if p["lake_offset"] is None]
+    if not missing:
+        return
+    try:
+        offsets = await in_lake_thread(LakeTable(uri, name).exported_offsets, len(partitions))
+    except LiftlogError:
+        return
+    for body in missing:
+        exported = offsets.get(body["partition"])
+        if exported is None and body["log_start_offset"] is not None:
+            exported = body["log_start_offset"]  # never exported: the lake holds nothing
+        body["lake_offset"] = exported
 
 
 def local_partition_view(node: IngestNode, name: str, p: int) -> dict[str, Any]:
@@ -76,6 +110,8 @@ def local_partition_view(node: IngestNode, name: str, p: int) -> dict[str, Any]:
         "log_start_offset": log_.log_start_offset if log_ else None,
         "offline": replica.offline_reason is not None,
         "fenced": replica.fenced_reason is not None,
+        "lake_offset": replica.lake_offset,
+        "recovery_loss": _recovery_loss_view(log_.recovery_loss if log_ else None),
     }
     if replica.is_leader and log_ is not None:
         leos = {str(r): leo for r, leo in replica.followers.log_end_offsets().items()}
@@ -83,19 +119,62 @@ def local_partition_view(node: IngestNode, name: str, p: int) -> dict[str, Any]:
     return view
 
 
+def _recovery_loss_view(loss: RecoveryLoss | None) -> dict[str, int] | None:
+    """Durable offsets this replica lost at recovery and has not yet fetched again (it stays
+    out of the ISR, never elected, until it has)."""
+    if loss is None:
+        return None
+    return {
+        "first_lost_offset": loss.first_lost_offset,
+        "durable_end_offset": loss.durable_end_offset,
+    }
+
+
 async def flush_stream(node: IngestNode, name: str) -> dict[str, Any]:
-    """fsync every replica of the stream hosted here and checkpoint its HW."""
+    """Seal, fsync and export every partition of the stream, each on its leader (this node or
+    another, asked over REST), in parallel; returns once the lake holds everything that was
+    committed when each leader sealed, with the per-partition lake offsets."""
     record = await asyncio.to_thread(node.store.get, name)
-    flushed = []
-    for p in range(record.spec.partitions):
-        try:
-            replica = node.replicas.replica(name, p)
-        except NotLeaderError:
-            continue
-        await asyncio.to_thread(replica.log.flush)
-        await asyncio.to_thread(replica.log.checkpoint_high_watermark)
-        flushed.append(p)
-    return {"stream": name, "flushed_partitions": flushed}
+    states = await asyncio.to_thread(node.store.partition_states, name)
+    api_urls = {b.broker_id: b.api_url for b in await node.live_brokers()}
+    results = await asyncio.gather(
+        *(
+            _flush_on_leader(node, name, p, state.leader, api_urls)
+            for p, (state, _version) in sorted(states.items())
+        ),
+        return_exceptions=True,
+    )
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    partitions = [r for r in results if isinstance(r, dict)]
+    uri = lake_table_uri(node, record)
+    return {
+        "stream": name,
+        "flushed_partitions": [r["partition"] for r in partitions],
+        "partitions": partitions,
+        "lake": None if uri is None else {"uri": uri},
+    }
+
+
+async def flush_partition(node: IngestNode, name: str, p: int) -> dict[str, Any]:
+    """Seal, fsync and export one partition this node leads (NotLeaderError otherwise)."""
+    return await node.replicas.replica(name, p).seal_and_export()
+
+
+async def _flush_on_leader(
+    node: IngestNode, name: str, p: int, leader: int, api_urls: dict[int, str]
+) -> dict[str, Any]:
+    if leader == node.config.broker_id:
+        return await flush_partition(node, name, p)
+    url = api_urls.get(leader)
+    if leader == NO_LEADER or url is None:
+        raise UnavailableError(f"{name}/{p} has no live leader to flush it")
+    timeout_s = node.config.lake.flush_timeout_s + FLUSH_FORWARD_MARGIN_S
+    response = await asyncio.to_thread(
+        RestClient(url, timeout_s).request, "POST", f"/v1/streams/{name}/partitions/{p}/flush"
+    )
+    return dict(response.json())
 
 
 def stream_summary(record: StreamRecord) -> dict[str, Any]:
@@ -122,6 +201,7 @@ async def _describe_partition(
     if view is not None:
         for key in ("high_watermark", "log_end_offset", "log_start_offset"):
             body[key] = view[key]
+        body["lake_offset"] = view.get("lake_offset")
         body["replica_log_end_offsets"] = view.get("replica_log_end_offsets", {})
         body["offline"] = body["offline"] or view["offline"]
     return body

@@ -9,7 +9,6 @@ appends the leader's bytes unchanged and takes the HW the leader reports (capped
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -61,8 +60,12 @@ class ReplicaFetcher:
             return
         if not self._replica.log_write_in_progress:
             task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        try:
             await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # our caller is being cancelled too: do not swallow that
 
     async def _run(self) -> None:
         truncated = False

@@ -65,14 +65,23 @@ class FollowerTracker:
                 out.append(replica)
         return out
 
-    def caught_up(self, isr: tuple[int, ...] | list[int], high_watermark: int) -> list[int]:
-        """Out-of-ISR followers whose LEO reached the HW (to expand back in)."""
+    def caught_up(
+        self,
+        isr: tuple[int, ...] | list[int],
+        high_watermark: int,
+        now_ms: int,
+        max_lag_ms: int,
+    ) -> list[int]:
+        """Out-of-ISR followers whose LEO reached the HW and that fetched within the lag
+        window (to expand back in). The recency test keeps a dead follower's last known LEO
+        on an idle partition from voting it back in: it must be fetching."""
         return [
             replica
             for replica, state in self.followers.items()
             if replica not in isr
             and replica in self.replicas
             and state.log_end_offset >= high_watermark
+            and now_ms - state.last_fetch_ms < max_lag_ms
         ]
 
     def min_log_end_offset(self) -> int:

@@ -70,6 +70,42 @@ class NodeMetrics:
             "Follower fetches this leader is answering or long-polling",
             registry=self.registry,
         )
+        self.lake_offset = Gauge(
+            "liftlog_lake_offset",
+            "First offset not yet in the Delta lake, per partition this node leads",
+            _LABELS,
+            registry=self.registry,
+        )
+        self.lake_export_lag = Gauge(
+            "liftlog_lake_export_lag_records",
+            "Committed records not yet in the Delta lake (high watermark minus lake offset)",
+            _LABELS,
+            registry=self.registry,
+        )
+        self.lake_exported_records = Counter(
+            "liftlog_lake_exported_records",
+            "Records committed to the Delta lake by this node",
+            _LABELS,
+            registry=self.registry,
+        )
+        self.lake_commits = Counter(
+            "liftlog_lake_commits",
+            "Delta commits made by this node's exporters",
+            _LABELS,
+            registry=self.registry,
+        )
+        self.lake_export_errors = Counter(
+            "liftlog_lake_export_errors",
+            "Lake export attempts that failed (retried with backoff)",
+            _LABELS,
+            registry=self.registry,
+        )
+        self.retention_checks = Counter(
+            "liftlog_retention_checks",
+            "Times retention was applied to a partition (whether or not it deleted anything)",
+            _LABELS,
+            registry=self.registry,
+        )
         self.nats_disconnects = Counter(
             "liftlog_nats_disconnects",
             "Times the node lost its NATS connection",

@@ -17,7 +17,14 @@ import nats
 import nats.errors
 from nats.aio.client import Client as NatsClient
 
-from coordinator.brokers import deregister_broker, live_brokers, register_broker
+from coordinator.brokers import (
+    announce_shutdown,
+    deregister_broker,
+    live_broker_epochs,
+    live_brokers,
+    register_broker,
+    shutting_down_brokers,
+)
 from coordinator.controller import Controller
 from coordinator.controller_election import current_controller
 from coordinator.streams import StreamStore
@@ -29,6 +36,7 @@ from ingest.replica_manager import ReplicaManager
 from spark_log.config import NodeConfig
 from spark_log.errors import LiftlogError, UnavailableError
 from spark_log.log import build_record_batch, encode_batch
+from spark_log.nats_io import widen_read_buffer
 from spark_log.rest import RestClient
 
 log = logging.getLogger("liftlog.node")
@@ -47,6 +55,14 @@ def _warm_up_arrow() -> None:
     encode_batch(0, 0, build_record_batch([0], [b"k"], [b"v"], [{"h": "v"}], ["s"]))
 
 
+def _shutdown_outcome(remaining: int) -> str:
+    if remaining == 0:
+        return "leadership moved"
+    if remaining > 0:
+        return f"{remaining} partition(s) still led (no other in-sync replica can take them)"
+    return "leadership not moved (no other broker to take it, or no controller answered)"
+
+
 class IngestNode:
     def __init__(self, config: NodeConfig) -> None:
         self.config = config
@@ -63,6 +79,7 @@ class IngestNode:
         self._stopping = asyncio.Event()
         self._reconcile_wanted = asyncio.Event()
         self._reconciler: asyncio.Task[None] | None = None
+        self._reconciling = True
         self._loop: asyncio.AbstractEventLoop | None = None
         self._session_lost = False
         self._background: set[asyncio.Task[None]] = set()
@@ -73,6 +90,7 @@ class IngestNode:
         self._loop = asyncio.get_running_loop()
         await self.api.start()  # /healthz answers while the rest comes up
         await asyncio.to_thread(_warm_up_arrow)
+        widen_read_buffer()
         self.nc = await nats.connect(
             self.config.nats_url,
             name=f"liftlog-node-{self.config.broker_id}",
@@ -85,6 +103,10 @@ class IngestNode:
         )
         await asyncio.to_thread(self.zk.start, ZK_START_TIMEOUT_S)
         self.zk.add_state_listener(self._on_zk_state)
+        # Logs are recovered before the broker registers (as Kafka's log manager does): a
+        # replica that lost durable data leaves its ISRs while no controller can count this
+        # broker as live, so it is never elected in between.
+        await self.replicas.recover()
         await asyncio.to_thread(
             register_broker, self.zk, self.broker_info(), self._register_wait_s()
         )
@@ -108,10 +130,7 @@ class IngestNode:
         self.ready = False
         with contextlib.suppress(LiftlogError):
             await self.controller.stop()
-        if self._reconciler is not None:
-            self._reconciler.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reconciler
+        await self._stop_reconciler()
         await self.replicas.close()
         if self.nc is not None and not self.nc.is_closed:
             with contextlib.suppress(nats.errors.Error, OSError):
@@ -134,28 +153,46 @@ class IngestNode:
 
     async def _controlled_shutdown(self) -> None:
         """Move leadership off this broker before it stops (Kafka's controlled shutdown), so a
-        rolling restart leaves every partition writable but for a short blip."""
+        rolling restart leaves every partition writable but for a short blip.
+
+        The broker first announces its shutdown in ZooKeeper, so that no controller (this one,
+        or the next one should the controller stop meanwhile) makes it leader of anything from
+        now on. It asks only while some other live broker is not shutting down too: when all
+        stop at once there is nobody to hand leadership to, and waiting would only delay them.
+        """
         try:
-            others = [b for b in await self.live_brokers() if b.broker_id != self.config.broker_id]
-        except LiftlogError:
-            return
-        if not others:
-            return  # nobody to hand leadership to
+            await asyncio.to_thread(announce_shutdown, self.zk, self.config.broker_id)
+        except LiftlogError as exc:
+            log.warning("could not announce the shutdown in ZooKeeper: %s", exc.message)
         remaining = -1
-        for _attempt in range(CONTROLLED_SHUTDOWN_ATTEMPTS):
+        for attempt in range(CONTROLLED_SHUTDOWN_ATTEMPTS):
+            if attempt:
+                await asyncio.sleep(CONTROLLED_SHUTDOWN_RETRY_S)  # followers may catch up
+            if not await self._possible_successors():
+                break
             try:
                 remaining = await self.request_controlled_shutdown(self.config.broker_id)
             except LiftlogError as exc:
                 log.warning("controlled shutdown request failed: %s", exc.message)
             if remaining == 0:
                 break
-            await asyncio.sleep(CONTROLLED_SHUTDOWN_RETRY_S)  # followers may still catch up
         await self.replicas.reconcile()  # take the follower role for what moved
         log.info(
             "controlled shutdown of broker %d: %s",
             self.config.broker_id,
-            "leadership moved" if remaining == 0 else f"{remaining} partition(s) still led",
+            _shutdown_outcome(remaining),
         )
+
+    async def _possible_successors(self) -> list[int]:
+        """Other live brokers that are not shutting down (empty if ZooKeeper cannot say)."""
+        try:
+            epochs = await asyncio.to_thread(live_broker_epochs, self.zk)
+            stopping = await asyncio.to_thread(shutting_down_brokers, self.zk, epochs)
+        except LiftlogError as exc:
+            log.warning("controlled shutdown: cannot read the live brokers: %s", exc.message)
+            return []
+        me = self.config.broker_id
+        return [b for b in epochs if b != me and b not in stopping]
 
     async def request_controlled_shutdown(self, broker_id: int) -> int:
         """Ask the controller (this broker or another) to move leadership off ``broker_id``."""
@@ -210,15 +247,34 @@ class IngestNode:
             loop.call_soon_threadsafe(self._reconcile_wanted.set)
 
     async def _reconcile_loop(self) -> None:
-        while True:
+        while self._reconciling:
             await self._reconcile_wanted.wait()
             self._reconcile_wanted.clear()
+            if not self._reconciling:
+                return
             try:
                 await self.replicas.reconcile()
             except UnavailableError as exc:
                 log.warning("reconcile failed (%s); retrying", exc)
                 await asyncio.sleep(RECONCILE_RETRY_S)
                 self._reconcile_wanted.set()
+
+    async def _stop_reconciler(self) -> None:
+        """End the reconcile loop for good before the replicas close.
+
+        Cancelling alone is not enough: a reconcile in the middle of a role change awaits a
+        fetcher's task with CancelledError suppressed, which swallows the cancellation too,
+        and the loop would then wait for the next ZooKeeper event (and apply it, taking new
+        roles while the node stops) instead of ending. The flag ends it either way.
+        """
+        self._reconciling = False
+        self._reconcile_wanted.set()
+        task, self._reconciler = self._reconciler, None
+        if task is None:
+            return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
     async def reconcile_now(self) -> None:
         """Apply ZooKeeper state immediately (after an admin change made through this node)."""

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from coordinator.znodes import NO_LEADER, PartitionState
 from ingest.dedup import DedupWindow
 from ingest.errors import ReplicaStoppedError
+from ingest.exporter import ExportTarget, PartitionExporter, in_lake_thread
 from ingest.fetch_server import FetchServer
 from ingest.fetcher import ReplicaFetcher
 from ingest.follower_state import FollowerTracker
@@ -40,7 +41,9 @@ from spark_log.errors import (
     StorageError,
     StreamPausedError,
 )
+from spark_log.lake import LakeTable, table_uri
 from spark_log.log import PartitionLog, Record, decode_records, iter_batches, records_from_batches
+from spark_log.log.fetch_table import table_from_batches
 from spark_log.stream_spec import StreamSpec
 from spark_log.wire import HEADER_BATCH_COUNT, HEADER_MSG_ID, ack_prefix, encode_ack, encode_error
 
@@ -60,6 +63,8 @@ class FetchResult:
     records: list[Record]
     high_watermark: int
     log_start_offset: int
+    table: pa.Table | None = None
+    """The records as one Arrow table (FETCH_SCHEMA) instead of ``records``, when asked."""
 
 
 class PartitionReplica:
@@ -78,10 +83,14 @@ class PartitionReplica:
         isr: list[int],
         replicas: tuple[int, ...] = (),
         leader_id: int | None = None,
+        created_at_ms: int | None = None,
     ) -> None:
         self.spec = spec
         self.partition = partition
         self.directory = directory
+        self.created_at_ms = (
+            created_at_ms if created_at_ms is not None else incarnation_of(directory)
+        )
         self.config = config
         self.leader_epoch = leader_epoch
         self.isr = list(isr)
@@ -96,6 +105,7 @@ class PartitionReplica:
         self._write_lock = asyncio.Lock()  # one log writer: the leader's writer or the fetcher
         self._fetcher: ReplicaFetcher | None = None
         self._fetch_server: FetchServer | None = None
+        self._exporter: PartitionExporter | None = None
         self._metrics = metrics
         self._labels = (spec.name, str(partition))
         self._records_in = metrics.records_in.labels(*self._labels)
@@ -234,6 +244,25 @@ class PartitionReplica:
     def is_leader(self) -> bool:
         return self.role == ROLE_LEADER and self.fenced_reason is None
 
+    def leads_at(self, leader_epoch: int) -> bool:
+        """Leader, not fenced, not offline, and still at ``leader_epoch`` (the exporter's last
+        check before a Delta commit; called from a lake thread, so it only reads fields)."""
+        return self.is_leader and self.leader_epoch == leader_epoch and self.offline_reason is None
+
+    @property
+    def lake_table_uri(self) -> str | None:
+        """The stream's Delta table, or None when the lake is disabled."""
+        lake = self.config.lake
+        if not lake.enabled:
+            return None
+        return table_uri(lake.uri, self.spec.name, self.created_at_ms)
+
+    @property
+    def lake_offset(self) -> int | None:
+        """The first offset not in the lake, as this leader's exporter knows it (None on a
+        follower, with the lake disabled, or before the exporter has read the table)."""
+        return self._exporter.lake_offset if self._exporter is not None else None
+
     def track_task(self, task: asyncio.Task[Any]) -> None:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -296,7 +325,22 @@ class PartitionReplica:
         self._fetch_server = FetchServer(self, nc, cluster)
         await self._fetch_server.start()
         await self._sync_subscription(nc, paused)
+        self._start_exporter()
         self._update_gauges()
+
+    def _start_exporter(self) -> None:
+        """Export this leadership's committed records to the lake; everything already in the
+        log counts as overdue (its size and age were not tracked here)."""
+        uri = self.lake_table_uri
+        if uri is None:
+            return
+        target = ExportTarget(
+            self.spec.name, self.partition, uri, self.config.broker_id, self.leader_epoch
+        )
+        self._exporter = PartitionExporter(
+            self, target, self.config.lake, self._metrics, self.log.log_end_offset
+        )
+        self._exporter.start()
 
     async def _sync_subscription(self, nc: Any, paused: bool) -> None:
         if paused and not self.paused:
@@ -309,21 +353,24 @@ class PartitionReplica:
         """Stop what the old role did; a deposed leader fails everything it had not acked."""
         if self.role == ROLE_LEADER:
             await self.unsubscribe()
+            if self._exporter is not None:
+                exporter, self._exporter = self._exporter, None
+                await exporter.stop(self._not_leader_error())
             if self._fetch_server is not None:
                 await self._fetch_server.stop()
                 self._fetch_server = None
             async with self._write_lock:  # the writer's cycle in progress completes first
-                self._fail_waiting(
-                    NotLeaderError(
-                        f"broker {self.config.broker_id} no longer leads "
-                        f"{self.spec.name}/{self.partition}"
-                    )
-                )
+                self._fail_waiting(self._not_leader_error())
             await self._send_acks()
         if self._fetcher is not None:
             await self._fetcher.stop()
             self._fetcher = None
         self.role = ROLE_NONE
+
+    def _not_leader_error(self) -> NotLeaderError:
+        return NotLeaderError(
+            f"broker {self.config.broker_id} no longer leads {self.spec.name}/{self.partition}"
+        )
 
     def fence(self, reason: str | None) -> None:
         """Stop (reason) or resume (None) acknowledging: the ZooKeeper session is in doubt."""
@@ -385,7 +432,7 @@ class PartitionReplica:
         now = now_ms()
         max_lag_ms = int(self.config.replica_lag_time_max_s * 1000)
         lagging = self.followers.lagging(self.isr, now, max_lag_ms)
-        returning = self.followers.caught_up(self.isr, self.log.high_watermark)
+        returning = self.followers.caught_up(self.isr, self.log.high_watermark, now, max_lag_ms)
         if not lagging and not returning:
             return
         new_isr = sorted((set(self.isr) - set(lagging)) | set(returning))
@@ -537,6 +584,9 @@ class PartitionReplica:
         )
         if cycle.batches:
             self._count(cycle.batches, cycle.end_offset - start)
+            if self._exporter is not None:
+                size = sum(len(b) for b in cycle.batches)
+                self._exporter.appended(start, cycle.end_offset, size, now_ms())
             if sync and not inline_fsync:
                 self._flush_wanted.set()
         duplicates = sum(1 for item in cycle.sequenced if item.duplicate)
@@ -609,6 +659,8 @@ class PartitionReplica:
             self._acks.purgatory.release(target)
             self._signal_hw()
             self._update_gauges()
+            if self._exporter is not None:
+                self._exporter.committed(target)
 
     def _signal_hw(self) -> None:
         self._hw_event.set()
@@ -638,6 +690,8 @@ class PartitionReplica:
         self._dedup.expire(now)
 
     async def apply_retention(self) -> int:
+        """Delete old sealed segments per the stream's limits; with the lake enabled, only
+        those wholly below the lake offset (the lake holds them, readers find them there)."""
         spec = self.spec
         if (
             spec.retention_ms is None
@@ -645,12 +699,17 @@ class PartitionReplica:
             and spec.retention_messages is None
         ):
             return 0
+        lake_bound = await self._lake_retention_bound()
+        if self.config.lake.enabled and lake_bound is None:
+            return 0  # the lake cannot say what it holds right now: keep everything
+        self._metrics.retention_checks.labels(*self._labels).inc()
         deleted = await asyncio.get_running_loop().run_in_executor(
             None,
             lambda: self.log.delete_old_segments(
                 retention_ms=spec.retention_ms,
                 retention_bytes=spec.retention_bytes,
                 retention_messages=spec.retention_messages,
+                max_deletable_offset=lake_bound,
             ),
         )
         if deleted:
@@ -662,6 +721,59 @@ class PartitionReplica:
                 self.log.log_start_offset,
             )
         return deleted
+
+    async def _lake_retention_bound(self) -> int | None:
+        """The lake offset retention must stay below: the exporter's on a leader, the
+        table's own on a follower (None with the lake disabled, or if the table is
+        unreachable; a never-exported partition holds nothing: its log start)."""
+        uri = self.lake_table_uri
+        if uri is None:
+            return None
+        if self.lake_offset is not None:
+            return self.lake_offset
+        table = LakeTable(uri, self.spec.name)
+        try:
+            offsets = await in_lake_thread(table.exported_offsets, self.partition + 1)
+        except LiftlogError as exc:
+            log.warning(
+                "%s/%d: retention skipped, the lake is unreadable: %s",
+                self.spec.name,
+                self.partition,
+                exc.message,
+            )
+            return None
+        exported = offsets[self.partition]
+        return exported if exported is not None else self.log.log_start_offset
+
+    async def seal_and_export(self) -> dict[str, Any]:
+        """``liftlog stream flush`` on the leader: roll the active segment, fsync, checkpoint
+        the HW, then export everything committed now and return once the lake holds it."""
+        if not self.is_leader:
+            raise self._not_leader_error()
+        self._raise_if_offline()
+        loop = asyncio.get_running_loop()
+        async with self._write_lock:
+            await loop.run_in_executor(None, self._seal)
+        self._advance_hw()
+        log_ = self.log
+        target = log_.high_watermark
+        lake_offset = None
+        if self._exporter is not None:
+            lake_offset = await self._exporter.export_through(
+                target, self.config.lake.flush_timeout_s
+            )
+        return {
+            "partition": self.partition,
+            "high_watermark": target,
+            "log_start_offset": log_.log_start_offset,
+            "lake_offset": lake_offset,
+        }
+
+    def _seal(self) -> None:
+        log_ = self.log
+        log_.roll()
+        log_.flush()
+        log_.checkpoint_high_watermark()
 
     def _go_offline(self, reason: str) -> None:
         log.error("%s/%d is offline: %s", self.spec.name, self.partition, reason)
@@ -726,9 +838,11 @@ class PartitionReplica:
     # ----------------------------------------------------------------- fetch
 
     async def fetch(
-        self, offset: int, max_records: int, max_bytes: int, wait_ms: int
+        self, offset: int, max_records: int, max_bytes: int, wait_ms: int, *, arrow: bool = False
     ) -> FetchResult:
-        """Committed records from ``offset``; long-polls up to ``wait_ms`` when none exist yet."""
+        """Committed records from ``offset``; long-polls up to ``wait_ms`` when none exist yet.
+
+        ``arrow`` builds ``table`` straight from the stored Arrow batches (no Record objects)."""
         log_ = self.log
         if offset < log_.log_start_offset or offset > log_.log_end_offset:
             raise OffsetOutOfRangeError(
@@ -741,7 +855,13 @@ class PartitionReplica:
         hw = log_.high_watermark
         if offset >= hw:
             return FetchResult([], hw, log_.log_start_offset)
-        records = await asyncio.get_running_loop().run_in_executor(
+        loop = asyncio.get_running_loop()
+        if arrow:
+            table = await loop.run_in_executor(
+                None, self._read_table, log_, offset, max_records, max_bytes, hw
+            )
+            return FetchResult([], hw, log_.log_start_offset, table)
+        records = await loop.run_in_executor(
             None, self._read_records, log_, offset, max_records, max_bytes, hw
         )
         return FetchResult(records, hw, log_.log_start_offset)
@@ -761,9 +881,24 @@ class PartitionReplica:
         data = log_.read(offset, max_bytes, hw)
         return records_from_batches(data, offset, hw, max_records)
 
+    @staticmethod
+    def _read_table(
+        log_: PartitionLog, offset: int, max_records: int, max_bytes: int, hw: int
+    ) -> pa.Table:
+        data = log_.read(offset, max_bytes, hw)
+        return table_from_batches(data, offset, hw, max_records)
+
     async def offset_for_timestamp(self, timestamp_ms: int) -> int:
         log_ = self.log
         found = await asyncio.get_running_loop().run_in_executor(
             None, log_.offset_for_timestamp, timestamp_ms
         )
         return log_.high_watermark if found is None else min(found, log_.high_watermark)
+
+
+def incarnation_of(directory: Path) -> int:
+    """The stream incarnation (creation time in ms) from ``<stream>@<created_at_ms>/<p>``."""
+    try:
+        return int(directory.parent.name.rsplit("@", 1)[1])
+    except (IndexError, ValueError) as exc:
+        raise StorageError(f"{directory} is not a partition directory of a stream") from exc

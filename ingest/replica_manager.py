@@ -2,6 +2,11 @@
 
 ZooKeeper watches only *trigger* a reconcile; the reconcile re-reads the whole state, so a
 missed or coalesced watch event can never leave a replica in the wrong role.
+
+A replica whose log lost durable data at recovery (``PartitionLog.recovery_loss``) takes itself
+out of the ISR before it takes any role: it no longer holds every committed record, so it must
+not be elected until it has caught up from a leader, which the leader shows by expanding it
+back into the ISR. Its log keeps the loss until then, across restarts.
 """
 
 from __future__ import annotations
@@ -14,14 +19,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coordinator.isr import update_isr
+from coordinator.errors import VersionConflictError
+from coordinator.isr import leave_isr_for_data_loss, update_isr
 from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
 from coordinator.znodes import PartitionState, StreamRecord
 from ingest.metrics import NodeMetrics
 from ingest.partition import IsrWriter, PartitionReplica
 from spark_log.config import NodeConfig
-from spark_log.errors import NotLeaderError, PartitionNotFoundError, StreamNotFoundError
+from spark_log.errors import (
+    NotLeaderError,
+    PartitionNotFoundError,
+    StreamNotFoundError,
+    UnavailableError,
+)
+from spark_log.log import RecoveryLoss
 from spark_log.replication import cluster_token
 
 log = logging.getLogger("liftlog.replicas")
@@ -64,6 +76,9 @@ class ReplicaManager:
         self.streams: dict[str, StreamView] = {}
         self._lock = asyncio.Lock()
         self.cluster = cluster_token(config.zk_root)
+        # Replicas with a recovery loss that this incarnation took out of the ISR: back in
+        # the ISR from then on means the leader saw them catch up.
+        self._left_isr: set[tuple[str, int]] = set()
 
     # ----------------------------------------------------------------- lookups
 
@@ -87,6 +102,15 @@ class ReplicaManager:
         return replica
 
     # ----------------------------------------------------------------- reconcile
+
+    async def recover(self) -> None:
+        """Open (recover) every replica this broker hosts before it registers, and take the
+        ones whose recovery lost durable data out of their ISRs; no roles yet."""
+        async with self._lock:
+            views = await asyncio.to_thread(self._read_state)
+            for key, (view, state) in self._desired(views).items():
+                replica = await self._open_replica(key, view, state)
+                await self._guard_lost_data(key, replica, state, view.versions[key[1]])
 
     async def reconcile(self) -> None:
         async with self._lock:
@@ -126,27 +150,88 @@ class ReplicaManager:
         }
 
     async def _ensure(self, key: tuple[str, int], view: StreamView, state: PartitionState) -> None:
+        replica = await self._open_replica(key, view, state)
+        state, version = await self._guard_lost_data(key, replica, state, view.versions[key[1]])
+        await replica.apply_state(state, version, self._nats(), view.record.paused, self.cluster)
+
+    async def _open_replica(
+        self, key: tuple[str, int], view: StreamView, state: PartitionState
+    ) -> PartitionReplica:
         replica = self.replicas.get(key)
-        if replica is None:
-            record = view.record
-            replica = PartitionReplica(
-                spec=record.spec,
-                partition=key[1],
-                directory=partition_dir(self._data_dir, record, key[1]),
-                config=self.config,
-                metrics=self._metrics,
-                publish=self._publish,
-                leader_epoch=-1,
-                isr=list(state.isr),
-                replicas=tuple(state.replicas),
-                leader_id=state.leader,
-            )
-            replica.isr_writer = self._isr_writer(key)
-            await replica.open()
-            self.replicas[key] = replica
-        await replica.apply_state(
-            state, view.versions[key[1]], self._nats(), view.record.paused, self.cluster
+        if replica is not None:
+            return replica
+        record = view.record
+        replica = PartitionReplica(
+            spec=record.spec,
+            partition=key[1],
+            directory=partition_dir(self._data_dir, record, key[1]),
+            config=self.config,
+            metrics=self._metrics,
+            publish=self._publish,
+            leader_epoch=-1,
+            isr=list(state.isr),
+            replicas=tuple(state.replicas),
+            leader_id=state.leader,
+            created_at_ms=record.created_at_ms,
         )
+        replica.isr_writer = self._isr_writer(key)
+        await replica.open()
+        self.replicas[key] = replica
+        return replica
+
+    async def _guard_lost_data(
+        self, key: tuple[str, int], replica: PartitionReplica, state: PartitionState, version: int
+    ) -> tuple[PartitionState, int]:
+        """The state to take a role from, once a replica that lost durable data is out of the
+        ISR (KIP-966: a replica that may lack committed records is not electable).
+
+        While this incarnation keeps it out, only the leader can put it back, after a fetch at
+        or past the HW: then it is repaired and the loss is cleared. A sole replica has no
+        other copy to protect or repair from: it keeps its role.
+        """
+        log_ = replica.open_log
+        loss = log_.recovery_loss if log_ is not None else None
+        if log_ is None or loss is None:
+            return state, version
+        me = self.config.broker_id
+        sole_replica = state.replicas == (me,)
+        if key in self._left_isr or sole_replica:
+            if me in state.isr:
+                await asyncio.to_thread(log_.clear_recovery_loss)
+                self._left_isr.discard(key)
+                _log_repaired(key, loss, sole_replica=sole_replica)
+            return state, version
+        return await self._leave_isr(key, loss, (state, version))
+
+    async def _leave_isr(
+        self, key: tuple[str, int], loss: RecoveryLoss, current: tuple[PartitionState, int]
+    ) -> tuple[PartitionState, int]:
+        """Take this broker out of the partition's ISR (conditional write, see
+        ``coordinator.isr.leave_isr_for_data_loss``). A failed write leaves the replica
+        without a role: UnavailableError, and the reconcile is retried."""
+        try:
+            state, version = await asyncio.to_thread(
+                leave_isr_for_data_loss, self._session, key[0], key[1], self.config.broker_id
+            )
+        except VersionConflictError as exc:
+            raise UnavailableError(
+                f"{key[0]}/{key[1]}: cannot leave the ISR yet: {exc.message}"
+            ) from exc
+        except (StreamNotFoundError, PartitionNotFoundError):
+            return current  # deleted meanwhile: the next reconcile removes the replica
+        self._left_isr.add(key)
+        log.warning(
+            "%s/%d: recovery lost durable offsets %d..%d: out of the ISR (leader %d, leader "
+            "epoch %d, ISR %s); it will not lead until it has caught up from a leader",
+            key[0],
+            key[1],
+            loss.first_lost_offset,
+            loss.durable_end_offset,
+            state.leader,
+            state.leader_epoch,
+            list(state.isr),
+        )
+        return state, version
 
     def _isr_writer(self, key: tuple[str, int]) -> IsrWriter:
         async def write(
@@ -165,6 +250,7 @@ class ReplicaManager:
 
     async def _remove(self, key: tuple[str, int], views: dict[str, StreamView]) -> None:
         replica = self.replicas.pop(key)
+        self._left_isr.discard(key)
         view = views.get(key[0])
         same_stream = view is not None and view.record.created_at_ms == replica_created(replica)
         if same_stream:
@@ -188,6 +274,27 @@ class ReplicaManager:
         async with self._lock:
             for key in list(self.replicas):
                 await self.replicas.pop(key).close()
+
+
+def _log_repaired(key: tuple[str, int], loss: RecoveryLoss, *, sole_replica: bool) -> None:
+    if sole_replica:
+        log.warning(
+            "%s/%d: recovery lost durable offsets %d..%d and no other replica exists: it keeps "
+            "serving what is left",
+            key[0],
+            key[1],
+            loss.first_lost_offset,
+            loss.durable_end_offset,
+        )
+        return
+    log.info(
+        "%s/%d: back in the ISR after losing offsets %d..%d at recovery (it caught up from the "
+        "leader, or an operator elected it uncleanly): loss cleared",
+        key[0],
+        key[1],
+        loss.first_lost_offset,
+        loss.durable_end_offset,
+    )
 
 
 def replica_created(replica: PartitionReplica) -> int:

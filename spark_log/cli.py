@@ -20,6 +20,9 @@ from spark_log.errors import LiftlogError
 from spark_log.rest import DEFAULT_SERVER
 
 DEFAULT_DATA_DIR = "./liftlog-data"
+# A flush waits for the lake export on every leader (the node's lake.flush_timeout_s, 60 s by
+# default, plus the forwarding margin), so the CLI waits longer than for other calls.
+FLUSH_REST_TIMEOUT_S = 120.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     _stream_parser(sub)
     _publish_parser(sub)
     _tail_parser(sub)
+    _compact_parser(sub)
     _bench_parser(sub)
     _demo_parser(sub)
     return parser
@@ -129,6 +133,15 @@ def _stream_parser(sub: Any) -> None:
         action="store_true",
         help="all partitions share the subject through a queue group",
     )
+    create.add_argument(
+        "--compaction", action="store_true", help="keep the latest record per key in the lake"
+    )
+    create.add_argument(
+        "--compaction-interval-s", type=float, help="how often `liftlog compact --watch` runs"
+    )
+    create.add_argument(
+        "--delete-retention-ms", type=int, help="how long tombstones survive compaction"
+    )
     _server_arg(create)
     create.set_defaults(run=_stream_create)
     unclean = ssub.add_parser(
@@ -151,7 +164,7 @@ def _stream_parser(sub: Any) -> None:
         ("delete", _stream_delete, "delete a stream and its data"),
         ("pause", _stream_action("pause"), "stop recording (records stay readable)"),
         ("resume", _stream_action("resume"), "start recording again"),
-        ("flush", _stream_action("flush"), "fsync the stream's partitions"),
+        ("flush", _stream_flush, "seal, fsync and export to the lake now; prints lake offsets"),
     ):
         sp = ssub.add_parser(name, help=helptext)
         sp.add_argument("name")
@@ -180,11 +193,15 @@ def _stream_create(args: argparse.Namespace) -> int:
         "retention_bytes",
         "retention_messages",
         "max_record_bytes",
+        "compaction_interval_s",
+        "delete_retention_ms",
     ):
         if getattr(args, key) is not None:
             body[key] = getattr(args, key)
     if args.load_balance:
         body["load_balance"] = True
+    if args.compaction:
+        body["compaction"] = True
     resp = _rest(args).request("POST", "/v1/streams", json_body=body)
     verb = "created" if resp.status == 201 else "already exists (identical spec)"
     print(f"stream {args.name} {verb}")
@@ -262,12 +279,33 @@ def _stream_action(action: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
+def _stream_flush(args: argparse.Namespace) -> int:
+    from spark_log.rest import RestClient
+
+    client = RestClient(args.server, FLUSH_REST_TIMEOUT_S)
+    body = client.request("POST", f"/v1/streams/{args.name}/flush").json()
+    if args.json:
+        print(json.dumps(body, indent=2))
+        return 0
+    lake = body.get("lake")
+    print(f"stream {args.name}: sealed and flushed; lake {lake['uri'] if lake else 'disabled'}")
+    rows = [
+        [p["partition"], _num(p["high_watermark"]), _num(p.get("lake_offset"))]
+        for p in body.get("partitions", [])
+    ]
+    _print_table(["PARTITION", "HW", "LAKE"], rows)
+    return 0
+
+
 def _print_describe(body: dict[str, Any]) -> None:
     state = "paused" if body.get("paused") else "active"
     print(
         f"{body['name']}  subject={body['subject']}  partitions={len(body['partitions'])}  "
         f"rf={body['replication_factor']}  ack_policy={body['ack_policy']}  {state}"
     )
+    lake = body.get("lake")
+    print(f"lake: {lake['uri'] if lake else 'disabled'}")
+    print(_compaction_line(body))
     rows = [
         [
             p["partition"],
@@ -285,6 +323,14 @@ def _print_describe(body: dict[str, Any]) -> None:
     ]
     headers = ["PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "HW", "LEO", "REPLICA LEOS"]
     _print_table([*headers, "LAKE", ""], rows)
+
+
+def _compaction_line(body: dict[str, Any]) -> str:
+    if not body.get("compaction"):
+        return "compaction: off"
+    interval = body.get("compaction_interval_s")
+    every = f"every {interval:g}s" if interval else "on demand"
+    return f"compaction: on ({every}), delete retention {body.get('delete_retention_ms')} ms"
 
 
 def _leader(leader: int) -> str:
@@ -463,6 +509,58 @@ def _print_record(record: Any, as_json: bool) -> None:
     )
     key_part = f" key={key}" if key is not None else ""
     print(f"{record.offset}\t{when}{key_part}\t{value}", flush=True)
+
+
+# --------------------------------------------------------------------- compact
+
+
+def _compact_parser(sub: Any) -> None:
+    """The options live here (so ``--help`` needs no Spark); the job is in
+    ``datasource.compaction``, imported only when the command runs."""
+    p = sub.add_parser(
+        "compact",
+        help="key compaction of a stream's lake table as a Spark job (latest record per key)",
+    )
+    p.add_argument("stream", nargs="?", help="the stream (with --watch: default every stream)")
+    p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    p.add_argument(
+        "--boundary-offset",
+        type=int,
+        help="compact only offsets below this (default: each partition's lake offset)",
+    )
+    p.add_argument(
+        "--partition", type=int, action="append", help="only this partition (repeatable)"
+    )
+    p.add_argument("--full", action="store_true", help="recompute partitions already compacted")
+    p.add_argument("--force", action="store_true", help="compact a stream without compaction=true")
+    p.add_argument("--max-records-per-file", type=int, help="split compacted files (default 1M)")
+    p.add_argument("--retries", type=int, help="retries after losing a commit race (default 2)")
+    p.add_argument("--no-optimize", action="store_true", help="skip packing small files")
+    p.add_argument(
+        "--optimize-target-mb", type=int, help="pack files smaller than this (default 128)"
+    )
+    p.add_argument("--no-vacuum", action="store_true", help="skip deleting unreferenced files")
+    p.add_argument(
+        "--vacuum-retention-hours",
+        type=float,
+        help="delete removed files only after this long (default 168, Delta's default)",
+    )
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="keep running: compact each stream whose compaction_interval_s elapsed",
+    )
+    p.add_argument("--watch-poll-s", type=float, help="how often --watch looks (default 30)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    _server_arg(p)
+    p.set_defaults(run=_compact)
+
+
+def _compact(args: argparse.Namespace) -> int:
+    import importlib
+
+    command = importlib.import_module("datasource.compaction.command")
+    return int(command.run(args))
 
 
 # --------------------------------------------------------------------- bench / demo

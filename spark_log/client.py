@@ -47,6 +47,8 @@ DEFAULT_ACK_TIMEOUT_S = 10.0
 DEFAULT_POLL_WAIT_MS = 1000
 DEFAULT_FETCH_RECORDS = 1000
 MAX_IN_FLIGHT = 65536
+# A flush waits for the lake export on every partition's leader.
+FLUSH_TIMEOUT_S = 120.0
 
 Start = str | int | dt.datetime
 
@@ -137,6 +139,17 @@ class Client:
         resp = await asyncio.to_thread(self.rest.request, "POST", f"/v1/streams/{name}/resume")
         return resp.json()
 
+    async def flush_stream(self, name: str) -> dict[str, Any]:
+        """Seal, fsync and export every partition to the lake; returns once the lake holds
+        everything committed now (per-partition ``lake_offset``; the table in ``lake``)."""
+        resp = await asyncio.to_thread(
+            self.rest.request,
+            "POST",
+            f"/v1/streams/{name}/flush",
+            timeout_s=FLUSH_TIMEOUT_S,
+        )
+        return resp.json()
+
     async def cluster(self) -> dict[str, Any]:
         return await asyncio.to_thread(self.rest.get_json, "/v1/cluster")
 
@@ -198,6 +211,38 @@ class Client:
         if ack is None:
             return None
         return Ack(stream, ack["partition"], ack["offset"], ack.get("count", len(value_list)))
+
+    async def publish_table(
+        self,
+        stream: str,
+        table: pa.Table,
+        *,
+        partition: int,
+        ack_policy: str | None = None,
+        msg_id: str | None = None,
+        timeout_s: float | None = None,
+    ) -> Ack | None:
+        """Publish an Arrow table (``value``, optional ``key`` and ``headers`` columns) as one
+        producer batch to ``partition``: for callers that already hold Arrow columns (the
+        Spark sink), no per-record conversion at all."""
+        if table.num_rows == 0:
+            raise InvalidRequestError("publish_table needs at least one row")
+        spec = await self._spec(stream)
+        p = self._choose_partition(spec, None, partition)
+        hdrs = {HEADER_BATCH: BATCH_FORMAT_ARROW}
+        _set_options(hdrs, ack_policy, msg_id, None)
+        ack = await self._send(spec, p, encode_arrow_table(table), hdrs, ack_policy, timeout_s)
+        if ack is None:
+            return None
+        return Ack(stream, ack["partition"], ack["offset"], ack.get("count", table.num_rows))
+
+    async def stream_spec(self, stream: str) -> StreamSpec:
+        """The stream's spec (cached after the first describe)."""
+        return await self._spec(stream)
+
+    async def max_payload(self) -> int:
+        """The largest NATS message the server accepts (what one producer batch may be)."""
+        return int((await self._nats()).max_payload)
 
     async def _send(
         self,
@@ -446,7 +491,11 @@ def encode_producer_batch(
         if len(rows) != len(values):
             raise InvalidRequestError("headers and values differ in length")
         columns["headers"] = pa.array(rows, _BATCH_HEADERS_TYPE)
-    table = pa.table(columns)
+    return encode_arrow_table(pa.table(columns))
+
+
+def encode_arrow_table(table: pa.Table) -> bytes:
+    """``table`` as an Arrow IPC stream (what a producer batch message carries)."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)

@@ -7,6 +7,7 @@ configs are TOML files (``liftlog node --config FILE``); unknown keys are an err
 from __future__ import annotations
 
 import dataclasses
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,17 @@ DEFAULT_PENDING_BYTES_LIMIT = 512 * 1024 * 1024
 DEFAULT_MAX_FETCH_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_FETCH_RECORDS = 10_000
 DEFAULT_MAX_WAIT_MS = 30_000
+
+LAKE_DIR_NAME = "lake"
+DEFAULT_LAKE_ENABLED = True
+DEFAULT_LAKE_EXPORT_MIN_BYTES = 64 * 1024 * 1024
+DEFAULT_LAKE_EXPORT_INTERVAL_S = 10.0
+DEFAULT_LAKE_MAX_RECORDS_PER_FILE = 500_000
+# one export commit is held in memory (log bytes, then Arrow, then Parquet): bounded for the
+# node's RSS; compaction's optimize bin-packs the files into larger ones later
+DEFAULT_LAKE_MAX_BYTES_PER_FILE = 32 * 1024 * 1024
+DEFAULT_LAKE_RETRY_BACKOFF_MAX_S = 30.0
+DEFAULT_LAKE_FLUSH_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -85,6 +97,40 @@ class IngestConfig:
 
 
 @dataclass(frozen=True)
+class LakeConfig:
+    """Where and how often partition leaders export committed records to the Delta lake.
+
+    ``uri`` is a local path or any URI deltalake supports (``s3://``, ``gs://``, ``az://``, with
+    credentials from the environment); empty means ``<data_dir>/lake``. Every node of a cluster
+    must name the same lake, so that a new leader continues where the old one stopped. A
+    partition exports when its unexported committed bytes reach ``export_min_bytes`` or its
+    oldest unexported record is ``export_interval_s`` old; one Delta commit holds at most
+    ``max_records_per_file`` records and ``max_bytes_per_file`` bytes of log.
+    """
+
+    enabled: bool = DEFAULT_LAKE_ENABLED
+    uri: str = ""
+    export_min_bytes: int = DEFAULT_LAKE_EXPORT_MIN_BYTES
+    export_interval_s: float = DEFAULT_LAKE_EXPORT_INTERVAL_S
+    max_records_per_file: int = DEFAULT_LAKE_MAX_RECORDS_PER_FILE
+    max_bytes_per_file: int = DEFAULT_LAKE_MAX_BYTES_PER_FILE
+    retry_backoff_max_s: float = DEFAULT_LAKE_RETRY_BACKOFF_MAX_S
+    flush_timeout_s: float = DEFAULT_LAKE_FLUSH_TIMEOUT_S
+
+    def __post_init__(self) -> None:
+        _positive(self, "export_min_bytes", "export_interval_s", "max_records_per_file")
+        _positive(self, "max_bytes_per_file", "retry_backoff_max_s", "flush_timeout_s")
+
+    def resolved(self, data_dir: str) -> LakeConfig:
+        """This config with ``uri`` made explicit: the default under ``data_dir``, and local
+        paths absolute (describe hands the URI to readers that run elsewhere)."""
+        uri = self.uri or str(Path(data_dir) / LAKE_DIR_NAME)
+        if "://" not in uri:
+            uri = os.path.abspath(uri)
+        return dataclasses.replace(self, uri=uri)
+
+
+@dataclass(frozen=True)
 class NodeConfig:
     """One ingest node: its identity, where it listens and what it talks to."""
 
@@ -99,6 +145,7 @@ class NodeConfig:
     replica_lag_time_max_s: float = DEFAULT_REPLICA_LAG_TIME_MAX_S
     log: LogConfig = field(default_factory=LogConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
+    lake: LakeConfig = field(default_factory=LakeConfig)
 
     def __post_init__(self) -> None:
         if self.broker_id < 0:
@@ -108,6 +155,7 @@ class NodeConfig:
         if not self.zk_root.startswith("/") or self.zk_root.endswith("/"):
             raise ConfigError("zk_root must start with '/' and not end with '/'")
         _positive(self, "zk_session_timeout_s", "replica_lag_time_max_s")
+        object.__setattr__(self, "lake", self.lake.resolved(self.data_dir))
 
     @property
     def api_url(self) -> str:

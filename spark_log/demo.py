@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -20,6 +22,7 @@ from typing import Any
 import nats
 
 from spark_log.client import Client
+from spark_log.embedded.ports import free_port_block
 from spark_log.embedded.process import free_port
 from spark_log.embedded.standalone import Standalone
 from spark_log.errors import LiftlogError
@@ -31,6 +34,14 @@ DEMO_NODES = 3
 DEMO_REPLICATION_FACTOR = 3
 CITIES = ("Lisbon", "Oslo", "Kyoto", "Lima", "Accra", "Perth")
 BATCH_SHARE = 0.5
+TAIL_EVENTS = 250
+ORDER_SCHEMA = "order_id INT, city STRING, amount DOUBLE"
+
+
+class DemoError(LiftlogError):
+    """The demo's own check failed (Spark did not read back what was published)."""
+
+    code = "demo_failed"
 
 
 def run_demo(events: int = 5000, data_dir: str | None = None) -> int:
@@ -41,7 +52,7 @@ def run_demo(events: int = 5000, data_dir: str | None = None) -> int:
             data_dir=root,
             nats_port=free_port(),
             zk_port=free_port(),
-            api_port=free_port(),
+            api_port=free_port_block(DEMO_NODES),
         )
         started = time.monotonic()
         print(
@@ -55,7 +66,7 @@ def run_demo(events: int = 5000, data_dir: str | None = None) -> int:
             api = ",".join(url for name, url in stack.endpoints() if name.endswith(" api"))
             nats_url = stack.nats.url
             summary = asyncio.run(_demo(api, nats_url, events))
-            _spark_query(summary.pop("rows"))
+            _spark_query(api, events + summary["tail_events"])
             print(json.dumps(summary, indent=2))
         except LiftlogError as exc:
             print(f"liftlog demo failed: {exc.code}: {exc.message}")
@@ -110,6 +121,16 @@ async def _demo(api: str, nats_url: str, events: int) -> dict[str, Any]:
         )
         rows = await _read_back(client, events)
         since = await client.fetch(DEMO_STREAM, 0, timestamp_ms=wall_start_ms, max_records=1)
+        flushed = await client.flush_stream(DEMO_STREAM)
+        lake_offsets = {p["partition"]: p["lake_offset"] for p in flushed["partitions"]}
+        print(f"exported to the Delta lake up to offsets {lake_offsets}")
+        tail = await asyncio.gather(
+            *[
+                client.publish(DEMO_STREAM, json.dumps(_event(events + i, rng)))
+                for i in range(TAIL_EVENTS)
+            ]
+        )
+        print(f"published {len(tail)} more events, not yet in the lake (the live tail)")
     return {
         "events_published": events,
         "events_read_back": len(rows),
@@ -123,7 +144,8 @@ async def _demo(api: str, nats_url: str, events: int) -> dict[str, Any]:
         "per_partition": dict(sorted(Counter(r["partition"] for r in rows).items())),
         "first_offset_by_time": since.records[0].offset if since.records else None,
         "publish_seconds": round(publish_s, 3),
-        "rows": rows,
+        "lake_offsets": lake_offsets,
+        "tail_events": len(tail),
     }
 
 
@@ -150,31 +172,44 @@ async def _read_back(client: Client, expected: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _spark_query(rows: list[dict[str, Any]]) -> None:
-    """A Spark query over the records read back (local[2])."""
-    import pyarrow as pa
+def _spark_query(api: str, expected: int) -> None:
+    """``spark.read.format("liftlog")`` over the stream just filled (local[2]): history from
+    the Delta lake, the tail from the nodes, one DataFrame."""
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F  # noqa: N812
 
     print("starting Spark (local[2]) for a query over the stream ...", flush=True)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("liftlog-demo")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        df = spark.createDataFrame(pa.Table.from_pylist(rows).to_pandas())
+        df = (
+            spark.read.format("liftlog").option("servers", api).option("stream", DEMO_STREAM).load()
+        )
+        orders = df.select(
+            "partition",
+            "offset",
+            F.from_json(F.col("value").cast("string"), ORDER_SCHEMA).alias("o"),
+        ).select("partition", "offset", "o.*")
+        total = orders.count()
+        print(f'spark.read.format("liftlog"): {total} records (expected {expected})')
         result = (
-            df.groupBy("city")
+            orders.groupBy("city")
             .agg(F.count("*").alias("orders"), F.round(F.sum("amount"), 2).alias("revenue"))
             .orderBy(F.desc("revenue"))
         )
         print("revenue by city (Spark):")
         for row in result.collect():
             print(f"  {row['city']:<8} {row['orders']:>6} orders  {row['revenue']:>12,.2f}")
+        if total != expected:
+            raise DemoError(f"Spark read {total} records, expected {expected}")
     finally:
         spark.stop()

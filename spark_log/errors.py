@@ -104,3 +104,10 @@ class ProcessStartError(LiftlogError):
     """An embedded component (nats-server, ZooKeeper, a node) failed to start."""
 
     code = "process_start_failed"
+
+
+class LakeError(LiftlogError):
+    """The Delta lake could not be read or committed to (deltalake's errors, converted at the
+    adapter); exports retry with backoff, so this is transient unless it persists."""
+
+    code = "lake_error"

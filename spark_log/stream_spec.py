@@ -1,4 +1,4 @@
-"""The stream spec: what a stream records, how it is partitioned, acked and retained.
+"""The stream spec: what a stream records, how it is partitioned, acked, retained and compacted.
 
 A spec is stored in ZooKeeper as versioned JSON and compared field by field, so that creating
 an identical stream twice is idempotent and a conflicting create is refused.
@@ -23,6 +23,9 @@ DEFAULT_ACK_POLICY: AckPolicy = "all"
 DEFAULT_MAX_RECORD_BYTES = 1024 * 1024
 MAX_PARTITIONS = 1024
 MAX_STREAM_NAME_LENGTH = 200
+# Kafka's delete.retention.ms default: a tombstone stays readable for a day after it could be
+# compacted away, so a consumer that is less than a day behind still sees the delete.
+DEFAULT_DELETE_RETENTION_MS = 24 * 60 * 60 * 1000
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TOKEN_RE = re.compile(r"^[^\s.*>]+$")
@@ -43,6 +46,14 @@ class StreamSpec:
     retention_messages: int | None = None
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     load_balance: bool = False
+    compaction: bool = False
+    """Kafka's ``cleanup.policy=compact``: ``liftlog compact`` keeps the latest record per key
+    in the lake (streams without it are compacted only with ``--force``)."""
+    compaction_interval_s: float | None = None
+    """How often ``liftlog compact --watch`` compacts this stream (None: only on demand)."""
+    delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS
+    """Kafka's ``delete.retention.ms``: how long a tombstone (a key with an empty value)
+    outlives the records it deletes before compaction removes it too."""
 
     def __post_init__(self) -> None:
         validate_stream_name(self.name)
@@ -59,6 +70,7 @@ class StreamSpec:
                 raise InvalidRequestError(f"{name} must be > 0 when set")
         if self.max_record_bytes <= 0:
             raise InvalidRequestError("max_record_bytes must be > 0")
+        _validate_compaction(self)
         if self.partitions > 1 and not self.load_balance and self.subject.endswith(">"):
             raise InvalidRequestError(
                 "a subject ending in '>' cannot take per-partition suffixes; "
@@ -92,6 +104,16 @@ class StreamSpec:
             raise
         except ConfigError as exc:
             raise InvalidRequestError(str(exc)) from exc
+
+
+def _validate_compaction(spec: StreamSpec) -> None:
+    if spec.compaction_interval_s is not None:
+        if not spec.compaction:
+            raise InvalidRequestError("compaction_interval_s needs compaction=true")
+        if spec.compaction_interval_s <= 0:
+            raise InvalidRequestError("compaction_interval_s must be > 0 when set")
+    if spec.delete_retention_ms < 0:
+        raise InvalidRequestError("delete_retention_ms must be >= 0")
 
 
 def validate_stream_name(name: str) -> None:

@@ -7,7 +7,9 @@ Tests share the servers but never each other's data: each test gets its own ZooK
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
@@ -24,6 +26,10 @@ from tests.waiting import wait_for
 ZK_TEST_SESSION_TIMEOUT_S = 6.0
 
 __all__ = ["ZK_TEST_SESSION_TIMEOUT_S", "wait_for"]
+
+# Spark's Python workers run this interpreter (the venv's: pyarrow and the liftlog data source),
+# whichever test module starts the shared Spark session first.
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 @contextlib.contextmanager

@@ -6,7 +6,6 @@ import base64
 import binascii
 from typing import TYPE_CHECKING, Annotated, Any
 
-import pyarrow as pa
 from fastapi import FastAPI, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
@@ -29,6 +28,7 @@ from spark_log.errors import (
     UnavailableError,
 )
 from spark_log.log import Record
+from spark_log.log.fetch_table import encode_fetch_table
 from spark_log.stream_spec import StreamSpec
 from spark_log.wire import ARROW_STREAM_MEDIA_TYPE, HEADER_KEY
 
@@ -36,16 +36,6 @@ if TYPE_CHECKING:
     from ingest.node import IngestNode
 
 MAX_PUBLISH_BODY_BYTES = 64 * 1024 * 1024
-FETCH_SCHEMA = pa.schema(
-    [
-        ("offset", pa.int64()),
-        ("timestamp", pa.timestamp("ms", tz="UTC")),
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
-        ("subject", pa.string()),
-    ]
-)
 
 Encoding = Annotated[str, Query(pattern="^(base64|utf-8)$", description="key/value encoding")]
 
@@ -112,8 +102,15 @@ def _stream_routes(app: FastAPI, node: IngestNode) -> None:
 
     @app.post("/v1/streams/{stream}/flush", tags=["streams"])
     async def flush_stream(stream: str) -> dict[str, Any]:
-        """fsync every partition of the stream led by this node."""
+        """Seal (roll the active segment), fsync and export to the lake every partition of
+        the stream, each on its leader; answers once the lake holds everything committed now,
+        with each partition's `lake_offset` (null when the lake is disabled)."""
         return await admin.flush_stream(node, stream)
+
+    @app.post("/v1/streams/{stream}/partitions/{partition}/flush", tags=["streams"])
+    async def flush_partition(stream: str, partition: int) -> dict[str, Any]:
+        """Seal, fsync and export one partition; only its leader answers (421 elsewhere)."""
+        return await admin.flush_partition(node, stream, partition)
 
 
 def _record_routes(app: FastAPI, node: IngestNode) -> None:
@@ -146,16 +143,20 @@ def _record_routes(app: FastAPI, node: IngestNode) -> None:
             offset = await replica.offset_for_timestamp(timestamp)
         elif offset is None:
             offset = replica.log.log_start_offset
+        arrow = ARROW_STREAM_MEDIA_TYPE in request.headers.get("accept", "")
         result = await replica.fetch(
             offset,
             min(max_records, limits.max_fetch_records),
             min(max_bytes, limits.max_fetch_bytes),
             min(wait_ms, limits.max_wait_ms),
+            arrow=arrow,
         )
         headers = {"Liftlog-High-Watermark": str(result.high_watermark)}
-        if ARROW_STREAM_MEDIA_TYPE in request.headers.get("accept", ""):
+        if arrow:
             return Response(
-                _to_arrow(result.records), media_type=ARROW_STREAM_MEDIA_TYPE, headers=headers
+                encode_fetch_table(result.table),
+                media_type=ARROW_STREAM_MEDIA_TYPE,
+                headers=headers,
             )
         body = {
             "records": [_record_json(r, encoding) for r in result.records],
@@ -317,24 +318,3 @@ def _parse_json_body(data: bytes) -> PublishBody:
 def _arrow_request(data: bytes, spec: StreamSpec, subject: str, policy: str) -> ProduceRequest:
     table = normalize_batch_table(decode_arrow_stream(data, "body"), spec)
     return local_request(subject, policy, records=table)
-
-
-def _to_arrow(records: list[Record]) -> bytes:
-    table = pa.table(
-        {
-            "offset": pa.array([r.offset for r in records], pa.int64()),
-            "timestamp": pa.array([r.timestamp for r in records], pa.timestamp("ms", tz="UTC")),
-            "key": pa.array([r.key for r in records], pa.binary()),
-            "value": pa.array([r.value for r in records], pa.binary()),
-            "headers": pa.array(
-                [[{"key": k, "value": v} for k, v in r.headers] for r in records],
-                FETCH_SCHEMA.field("headers").type,
-            ),
-            "subject": pa.array([r.subject for r in records], pa.string()),
-        },
-        schema=FETCH_SCHEMA,
-    )
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, FETCH_SCHEMA) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()

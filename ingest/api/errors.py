@@ -32,6 +32,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "unavailable": 503,
     "coordinator_error": 503,
     "storage_error": 503,
+    "lake_error": 503,
     "timeout": 504,
     "not_controller": 421,
     "controller_moved": 503,

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from spark_log.stream_spec import (
     DEFAULT_ACK_POLICY,
+    DEFAULT_DELETE_RETENTION_MS,
     DEFAULT_MAX_RECORD_BYTES,
     DEFAULT_PARTITIONS,
     DEFAULT_REPLICATION_FACTOR,
@@ -30,6 +31,17 @@ class StreamCreate(_Strict):
     retention_messages: int | None = Field(None, gt=0)
     max_record_bytes: int = Field(DEFAULT_MAX_RECORD_BYTES, gt=0)
     load_balance: bool = Field(False, description="All partitions share the subject (queue group)")
+    compaction: bool = Field(
+        False, description="Keep the latest record per key in the lake (cleanup.policy=compact)"
+    )
+    compaction_interval_s: float | None = Field(
+        None, gt=0, description="How often `liftlog compact --watch` compacts (needs compaction)"
+    )
+    delete_retention_ms: int = Field(
+        DEFAULT_DELETE_RETENTION_MS,
+        ge=0,
+        description="How long a tombstone (key, empty value) survives compaction",
+    )
 
 
 class PublishRecord(_Strict):

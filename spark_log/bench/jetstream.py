@@ -40,15 +40,10 @@ class SyncAlwaysNatsServer(NatsServer):
             free_port(), data_dir, jetstream=False, log_path=data_dir / "nats-sync-always.log"
         )
         self.name = f"nats-server sync=always :{self.port}"
-        self.config_path = data_dir / "nats-sync-always.conf"
 
-    def _prepare(self) -> None:
-        super()._prepare()
+    def _config_text(self) -> str:
         store = str(self.data_dir / "jetstream").replace("\\", "\\\\").replace('"', '\\"')
-        self.config_path.write_text(SYNC_ALWAYS_CONFIG.format(store_dir=store))
-
-    def _argv(self) -> list[str]:
-        return [*super()._argv(), "--config", str(self.config_path)]
+        return super()._config_text() + SYNC_ALWAYS_CONFIG.format(store_dir=store)
 
 
 def varz(monitor_url: str) -> dict[str, Any]:

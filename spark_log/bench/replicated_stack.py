@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spark_log.bench.js_cluster import JetStreamCluster
-from spark_log.bench.plumbing import free_port_block
 from spark_log.bench.progress import Progress
 from spark_log.bench.replica_check import node_name
 from spark_log.bench.results import NATS
 from spark_log.bench.settings import REPLICATED_FACTOR
+from spark_log.embedded.ports import free_port_block
 from spark_log.embedded.process import free_port
 from spark_log.embedded.standalone import Standalone
 

@@ -68,7 +68,11 @@ class NatsServer(Component):
     def _prepare(self) -> None:
         """Settings without a command-line flag go in a config file (max_payload)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(f"max_payload: {self.max_payload}\n")
+        self.config_path.write_text(self._config_text())
+
+    def _config_text(self) -> str:
+        """The config file's contents (subclasses add blocks)."""
+        return f"max_payload: {self.max_payload}\n"
 
     def _argv(self) -> list[str]:
         argv = [

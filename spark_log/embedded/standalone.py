@@ -6,25 +6,29 @@ znodes and sessions included)::
     nats/            NATS data (JetStream store when enabled)
     zookeeper/       zoo.cfg and ZooKeeper's snapshots and transaction logs
     node-<i>/        node i's partition logs
+    lake/            the Delta lake all nodes export to (one table per stream incarnation)
     config/node-<i>.toml
     logs/            nats.log, zookeeper.log, node-<i>.log
 """
 
 from __future__ import annotations
 
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any, Self
 
-from spark_log.config import NodeConfig
+from spark_log.config import LAKE_DIR_NAME, LakeConfig, NodeConfig
 from spark_log.embedded.component import Component
 from spark_log.embedded.nats import DEFAULT_NATS_HOST, NatsServer
 from spark_log.embedded.node import NodeProcess
-from spark_log.embedded.process import DEFAULT_STOP_TIMEOUT_S
+from spark_log.embedded.ports import free_port_block
+from spark_log.embedded.process import DEFAULT_STOP_TIMEOUT_S, free_port
 from spark_log.embedded.zookeeper import ZooKeeperServer
 from spark_log.errors import InvalidRequestError, LiftlogError, ProcessStartError
 from spark_log.typed_config import from_mapping, to_mapping
@@ -56,6 +60,7 @@ class Standalone:
         if nodes < 0:
             raise InvalidRequestError(f"nodes must be >= 0, got {nodes}")
         self.data_dir = Path(data_dir)
+        self._owned_dir = False  # set by local(): a temporary directory stop() removes
         logs = self.data_dir / "logs"
         self.nats = NatsServer(
             nats_port,
@@ -83,6 +88,7 @@ class Standalone:
             api_port=api_port,
             nats_url=self.nats.url,
             zk_connect=self.zookeeper.connect_string,
+            lake=LakeConfig(uri=str(self.data_dir / LAKE_DIR_NAME)),  # shared by every node
         )
         config = from_mapping(NodeConfig, _merge(to_mapping(base), overrides), "node_overrides")
         return NodeProcess(
@@ -90,6 +96,29 @@ class Standalone:
             self.data_dir / "config" / f"node-{broker_id}.toml",
             log_path=self.data_dir / "logs" / f"node-{broker_id}.log",
         )
+
+    @classmethod
+    def local(cls, nodes: int = 1, data_dir: str | Path | None = None) -> Self:
+        """A stack on free ports, in ``data_dir`` or a temporary directory removed by
+        ``stop()``: what a notebook or a script starts when it has no cluster to connect to.
+        Not started yet: call ``start()`` or use it in a ``with`` block."""
+        owned = data_dir is None
+        root = Path(tempfile.mkdtemp(prefix="liftlog-")) if data_dir is None else Path(data_dir)
+        stack = cls(
+            nodes=nodes,
+            data_dir=root,
+            nats_port=free_port(),
+            zk_port=free_port(),
+            api_port=free_port_block(max(nodes, 1)),
+        )
+        stack._owned_dir = owned
+        return stack
+
+    @property
+    def servers(self) -> str:
+        """The nodes' REST URLs, comma-separated: the ``servers`` of the client, the CLI and
+        ``spark.read.format("liftlog")``."""
+        return ",".join(node.api_url for node in self.nodes)
 
     def start(self) -> Self:
         """NATS and ZooKeeper in parallel, then the nodes; every one waited ready.
@@ -108,6 +137,8 @@ class Standalone:
         """Nodes first (they deregister and flush while ZooKeeper and NATS are still up)."""
         _stop_together(self.nodes, timeout_s)
         _stop_together([self.zookeeper, self.nats], timeout_s)
+        if self._owned_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def node(self, i: int) -> NodeProcess:
         """Node ``i`` (1-based, equal to its broker id)."""

@@ -24,6 +24,7 @@ from spark_log.log.errors import (
 )
 from spark_log.log.partition_log import PartitionLog
 from spark_log.log.records import Record, records_from_batches
+from spark_log.log.recovery import RecoveryLoss
 
 __all__ = [
     "HEADER_SIZE",
@@ -35,6 +36,7 @@ __all__ = [
     "NonContiguousBatchError",
     "PartitionLog",
     "Record",
+    "RecoveryLoss",
     "build_record_batch",
     "decode_header",
     "decode_records",

@@ -65,6 +65,23 @@ def read_offset_checkpoint(path: Path) -> int | None:
     return offset
 
 
+def write_offset_range_checkpoint(path: Path, start: int, end: int) -> None:
+    write_atomically(path, f"{CHECKPOINT_VERSION}\n{start} {end}\n")
+
+
+def read_offset_range_checkpoint(path: Path) -> tuple[int, int] | None:
+    """The ``(start, end)`` offset range stored in ``path``; None when it does not exist."""
+    lines = _read_lines(path)
+    if lines is None:
+        return None
+    if len(lines) != 2:
+        raise CheckpointError(f"{path}: expected 2 lines, found {len(lines)}")
+    start, end = _parse_int_pair(path, lines[1])
+    if start > end:
+        raise CheckpointError(f"{path}: range {start}..{end} is reversed")
+    return start, end
+
+
 def write_epoch_checkpoint(path: Path, entries: list[tuple[int, int]]) -> None:
     body = "".join(f"{epoch} {start}\n" for epoch, start in entries)
     write_atomically(path, f"{CHECKPOINT_VERSION}\n{len(entries)}\n{body}")
@@ -80,7 +97,7 @@ def read_epoch_checkpoint(path: Path) -> list[tuple[int, int]] | None:
     count = _parse_int(path, lines[1])
     if count != len(lines) - 2:
         raise CheckpointError(f"{path}: count {count} but {len(lines) - 2} entries")
-    entries = [_parse_epoch_entry(path, line) for line in lines[2:]]
+    entries = [_parse_int_pair(path, line) for line in lines[2:]]
     for (e1, s1), (e2, s2) in itertools.pairwise(entries):
         if e2 <= e1 or s2 < s1:
             raise CheckpointError(f"{path}: entries are not increasing")
@@ -100,14 +117,15 @@ def _read_lines(path: Path) -> list[str] | None:
     return lines
 
 
-def _parse_epoch_entry(path: Path, line: str) -> tuple[int, int]:
+def _parse_int_pair(path: Path, line: str) -> tuple[int, int]:
+    """Two whitespace-separated non-negative integers (an epoch entry, an offset range)."""
     parts = line.split()
     if len(parts) != 2:
         raise CheckpointError(f"{path}: bad entry {line!r}")
-    epoch, start = _parse_int(path, parts[0]), _parse_int(path, parts[1])
-    if epoch < 0 or start < 0:
+    first, second = _parse_int(path, parts[0]), _parse_int(path, parts[1])
+    if first < 0 or second < 0:
         raise CheckpointError(f"{path}: negative value in entry {line!r}")
-    return epoch, start
+    return first, second
 
 
 def _parse_int(path: Path, text: str) -> int:

@@ -21,6 +21,7 @@ HIGH_WATERMARK_FILE = "high-watermark"
 RECOVERY_POINT_FILE = "recovery-point"
 LEADER_EPOCH_FILE = "leader-epoch-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".clean-shutdown"
+RECOVERY_LOSS_FILE = "recovery-loss"
 
 logger = logging.getLogger("liftlog.log")
 

@@ -48,11 +48,18 @@ from spark_log.log.layout import (
     CLEAN_SHUTDOWN_FILE,
     HIGH_WATERMARK_FILE,
     LEADER_EPOCH_FILE,
+    RECOVERY_LOSS_FILE,
     RECOVERY_POINT_FILE,
     logger,
     remove_stray_files,
 )
-from spark_log.log.recovery import load_segments
+from spark_log.log.recovery import (
+    RecoveryLoss,
+    find_durable_loss,
+    load_recovery_loss,
+    load_segments,
+    save_recovery_loss,
+)
 from spark_log.log.retention import RetentionLimits, SegmentStats, count_deletable
 from spark_log.log.roll import should_roll
 from spark_log.log.scan import iter_headers
@@ -113,6 +120,7 @@ class PartitionLog:
         self._generation = 0
         self._closed = False
         self._failure: str | None = None
+        self._recovery_loss: RecoveryLoss | None = None
 
     # ================================================================== open
 
@@ -153,7 +161,9 @@ class PartitionLog:
     def _finish_open(self, recovery_point: int, marker: Path) -> None:
         """Everything below the LEO is on disk now (recovered segments were fsynced), so the
         recovery point moves there; then the clean-shutdown marker goes, durably, so that a
-        crash from here on is recognised as one."""
+        crash from here on is recognised as one. A durable loss is persisted first: the
+        checkpoints rewritten next are the only evidence of it."""
+        self._note_recovery_loss(recovery_point)
         if recovery_point != self.log_end_offset:
             self._write_recovery_point(self.log_end_offset)
         self._lower_high_watermark_checkpoint()
@@ -213,6 +223,46 @@ class PartitionLog:
     def recovery_point(self) -> int:
         """The last recovery point checkpointed: recovery rescans from its segment on."""
         return self._recovery_point
+
+    @property
+    def recovery_loss(self) -> RecoveryLoss | None:
+        """Durable offsets a recovery lost (persisted until ``clear_recovery_loss``), or None.
+
+        A torn tail past the recovery point and the checkpointed HW is a normal crash and is
+        not a loss; a cut below either means the files were damaged.
+        """
+        return self._recovery_loss
+
+    def clear_recovery_loss(self) -> None:
+        """Forget a recovery loss: the owner has restored what was lost (caught up from a
+        leader) or decided to live without it. Durable, so a restart does not bring it back."""
+        self._check_open()
+        if self._recovery_loss is None:
+            return
+        (self._dir / RECOVERY_LOSS_FILE).unlink(missing_ok=True)
+        fsync_directory(self._dir)
+        logger.info("%s: recovery loss %s cleared", self._dir, self._recovery_loss)
+        self._recovery_loss = None
+
+    def _note_recovery_loss(self, recovery_point: int) -> None:
+        path = self._dir / RECOVERY_LOSS_FILE
+        leo = self.log_end_offset
+        earlier = load_recovery_loss(path, leo)
+        found = find_durable_loss(leo, recovery_point, self._checkpointed_high_watermark)
+        if found is not None:
+            logger.warning(
+                "%s: recovery LOST DURABLE DATA: offsets %d..%d were below the recovery point "
+                "(%d) or the checkpointed HW (%s) and are gone; the log now ends at %d",
+                self._dir,
+                found.first_lost_offset,
+                found.durable_end_offset,
+                recovery_point,
+                self._checkpointed_high_watermark,
+                leo,
+            )
+            found = found.merged(earlier)
+            save_recovery_loss(path, found)
+        self._recovery_loss = found or earlier
 
     @property
     def latest_epoch(self) -> int | None:
@@ -388,6 +438,19 @@ class PartitionLog:
             self._failure = f"a failed append could not be undone: {exc}"
             logger.error("%s: %s", self._dir, self._failure)
 
+    def roll(self) -> bool:
+        """Seal the active segment now if it holds any batch (``liftlog stream flush``: what
+        the lake then holds can be deleted by retention, which only deletes sealed segments).
+        Writer thread only, like appends. Returns whether a segment was sealed."""
+        self._check_writable()
+        with self._lock:
+            active = self._segments[-1]
+            if not active.size:
+                return False
+            new_base_offset = active.next_offset
+        self._roll(new_base_offset)
+        return True
+
     def _roll(self, new_base_offset: int) -> None:
         """Seal the active segment (durably: fsync data and indexes) and start a new one."""
         with self._structure_lock:
@@ -518,9 +581,10 @@ class PartitionLog:
 
         Batches are never split, so if ``offset`` falls inside a batch the whole batch goes and
         the new LEO is that batch's base offset. Below the log start this empties the log and
-        restarts it at ``offset``, as Kafka does. Crash-safe order: epoch entries and the
-        recovery point first, then the cut segment (fsynced), then later segments oldest
-        first, so a crash part-way leaves a hole that recovery cuts at.
+        restarts it at ``offset``, as Kafka does. Crash-safe order: epoch entries, the recovery
+        point and the checkpointed HW first, then the cut segment (fsynced), then later
+        segments oldest first, so a crash part-way leaves a hole that recovery cuts at (and
+        does not mistake for a loss of durable data).
         """
         if offset < 0:
             raise InvalidRequestError(f"cannot truncate to negative offset {offset}")
@@ -537,8 +601,7 @@ class PartitionLog:
             if cut_at == segments[index].base_offset and index > 0:
                 index -= 1
             self._epochs.truncate_from_end(cut_at)
-            if self._recovery_point > cut_at:
-                self._write_recovery_point(cut_at)
+            self._lower_durable_marks(cut_at)
             removed = segments[index + 1 :]
             with self._lock:
                 self._generation += 1
@@ -558,6 +621,7 @@ class PartitionLog:
             raise InvalidRequestError(f"cannot start the log at negative offset {offset}")
         self._check_writable()
         with self._structure_lock:
+            self._lower_durable_marks(RECOVER_EVERYTHING)
             self._epochs.clear()
             with self._lock:
                 self._generation += 1
@@ -572,6 +636,18 @@ class PartitionLog:
             self._write_recovery_point(offset)
             self._lower_high_watermark_checkpoint()
             logger.info("%s: emptied, log now starts at offset %d", self._dir, offset)
+
+    def _lower_durable_marks(self, offset: int) -> None:
+        """Before removing offsets on purpose, lower the recovery point and the checkpointed
+        HW to ``offset``: the next open compares the recovered log with them, and a crash
+        part-way through a truncation must not look like a loss of durable data."""
+        if self._recovery_point > offset:
+            self._write_recovery_point(offset)
+        with self._checkpoint_lock:
+            checkpointed = self._checkpointed_high_watermark
+            if checkpointed is None or checkpointed > offset:
+                write_offset_checkpoint(self._dir / HIGH_WATERMARK_FILE, offset)
+                self._checkpointed_high_watermark = offset
 
     # ================================================================== retention
 

@@ -6,15 +6,75 @@ the one holding the recovery point on is rescanned: each batch must be whole, pa
 continue the previous batch's offsets. The log is cut at the first batch that does not — the
 file is truncated there and every later segment deleted — because nothing after a hole can be
 served without breaking dense offsets. Segments that were rescanned get fresh indexes.
+
+A cut past everything known durable is the normal torn tail of a crash. A cut *below* the
+recovery point (fsynced) or the checkpointed HW (committed by the ISR) is not: bytes that had
+reached the disk were damaged, and records this replica had acknowledged are gone. Recovery
+reports that as a ``RecoveryLoss``, persisted in ``recovery-loss`` until the owner clears it
+(a replica must not lead on such a log until it has caught up from a leader again).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from dataclasses import dataclass
 from pathlib import Path
 
+from spark_log.log.checkpoint import (
+    read_offset_range_checkpoint,
+    write_offset_range_checkpoint,
+)
+from spark_log.log.errors import CheckpointError
 from spark_log.log.layout import delete_segment_files, list_segment_bases, logger
 from spark_log.log.segment import LogSegment
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryLoss:
+    """Offsets ``[first_lost_offset, durable_end_offset)`` were durable before the crash and
+    recovery could not keep them (the log now ends at ``first_lost_offset``).
+
+    "Durable" is the best this log knows: below its recovery point (fsynced) or below its
+    checkpointed HW (committed). Records past ``durable_end_offset`` may have been lost as
+    well; only another replica can tell.
+    """
+
+    first_lost_offset: int
+    durable_end_offset: int
+
+    def merged(self, other: RecoveryLoss | None) -> RecoveryLoss:
+        """Both losses as one range (a second damaged recovery before the first was cleared)."""
+        if other is None:
+            return self
+        return RecoveryLoss(
+            min(self.first_lost_offset, other.first_lost_offset),
+            max(self.durable_end_offset, other.durable_end_offset),
+        )
+
+
+def find_durable_loss(
+    log_end_offset: int, recovery_point: int, checkpointed_hw: int | None
+) -> RecoveryLoss | None:
+    """The durable offsets a recovered log (ending at ``log_end_offset``) no longer holds."""
+    durable_end = max(recovery_point, checkpointed_hw or 0)
+    if log_end_offset >= durable_end:
+        return None
+    return RecoveryLoss(log_end_offset, durable_end)
+
+
+def load_recovery_loss(path: Path, log_end_offset: int) -> RecoveryLoss | None:
+    """The loss an earlier recovery persisted; an unreadable file still counts as a loss (its
+    range unknown, reported as empty at the LEO): forgetting it could let the replica lead."""
+    try:
+        stored = read_offset_range_checkpoint(path)
+    except CheckpointError as exc:
+        logger.warning("unreadable recovery-loss marker, keeping it: %s", exc)
+        return RecoveryLoss(log_end_offset, log_end_offset)
+    return None if stored is None else RecoveryLoss(*stored)
+
+
+def save_recovery_loss(path: Path, loss: RecoveryLoss) -> None:
+    write_offset_range_checkpoint(path, loss.first_lost_offset, loss.durable_end_offset)
 
 
 def load_segments(

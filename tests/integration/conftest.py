@@ -12,9 +12,10 @@ import httpx
 import nats
 import pytest
 
-from spark_log.config import LogConfig, NodeConfig
+from spark_log.config import LakeConfig, LogConfig, NodeConfig
 from spark_log.embedded.node import NodeProcess
 from spark_log.embedded.process import free_port
+from tests.integration.spark_session import spark  # noqa: F401  (the shared Spark fixture)
 
 NODE_ZK_SESSION_TIMEOUT_S = 4.0
 
@@ -29,6 +30,8 @@ def _node_factory(
     def make(
         broker_id: int = 1, *, log: LogConfig | None = None, start: bool = True, **overrides: Any
     ) -> NodeProcess:
+        # one lake for the whole cluster, as in production: a new leader continues the table
+        overrides.setdefault("lake", LakeConfig(uri=str(root / "lake")))
         config = NodeConfig(
             broker_id=broker_id,
             data_dir=str(root / f"node-{broker_id}"),

@@ -76,8 +76,12 @@ def test_fire_and_forget_loses_nothing(bench_json):
     assert ff["recorded"] == SMOKE_RECORDS
     assert ff["subscriber_counted"] == SMOKE_RECORDS
     assert ff["drops"] == 0 and ff["slow_consumer_drops"] == 0
-    for key in ("liftlog_records_per_s", "subscriber_records_per_s", "ratio",
-                "publisher_records_per_s"):
+    for key in (
+        "liftlog_records_per_s",
+        "subscriber_records_per_s",
+        "ratio",
+        "publisher_records_per_s",
+    ):
         assert ff[key] > 0, key
     assert ff["cpu_percent"]["subscriber"] > 0
 
@@ -99,8 +103,12 @@ def test_replicated_mode_reports_every_figure_and_loses_nothing(tmp_path):
     on all three replicas, every process stopped. No timing assertions."""
     before = set(live_children())
     out = tmp_path / "results-rf3.json"
-    assert run_bench(records=REPLICATED_SMOKE_RECORDS, sizes=[SMOKE_SIZE], json_path=out,
-                     replication=3) == 0
+    assert (
+        run_bench(
+            records=REPLICATED_SMOKE_RECORDS, sizes=[SMOKE_SIZE], json_path=out, replication=3
+        )
+        == 0
+    )
     assert [c for c in live_children() if c not in before] == []
     body = json.loads(out.read_text())
     assert body["settings"]["replication_factor"] == 3

@@ -17,7 +17,12 @@ from typing import Any, TypeVar
 
 import pytest
 
-from coordinator.brokers import live_broker_epochs, register_broker
+from coordinator.brokers import (
+    announce_shutdown,
+    live_broker_epochs,
+    register_broker,
+    shutting_down_brokers,
+)
 from coordinator.controller import Controller
 from coordinator.controller_election import (
     current_controller,
@@ -33,7 +38,7 @@ from coordinator.errors import (
     VersionConflictError,
 )
 from coordinator.fencing import write_partition_state_fenced
-from coordinator.isr import read_partition_state, update_isr
+from coordinator.isr import leave_isr_for_data_loss, read_partition_state, update_isr
 from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
 from coordinator.znodes import (
@@ -424,6 +429,67 @@ def test_controlled_shutdown_moves_leadership_off_the_broker(
             assert new == old
     assert any(old.leader == target for old, _ in before.values())
     assert run(loop, controller.controlled_shutdown(target)) == 1  # idempotent
+
+
+def test_controlled_shutdown_never_moves_leadership_to_a_broker_shutting_down(
+    loop, zk_session, start_broker, make_controller
+):
+    sessions = {broker_id: start_broker(broker_id) for broker_id in (1, 2, 3)}
+    create_stream(zk_session, "three")
+    before = state_of(zk_session, "three")
+    leader, second, third = before.replicas
+    controller = make_controller()
+    wait_for(lambda: controller.is_controller, message="the controller is elected")
+    announce_shutdown(sessions[second], second)  # all three are stopping, second first
+
+    assert run(loop, controller.controlled_shutdown(leader)) == 0
+    moved = state_of(zk_session, "three")
+    assert moved.leader == third  # not `second`, the preferred but stopping candidate
+    announce_shutdown(sessions[third], third)
+    assert run(loop, controller.controlled_shutdown(third)) == 1  # nobody left to take it
+    assert state_of(zk_session, "three").leader == third
+
+    sessions[third].stop()  # it stops: the partition goes offline, not to `second`
+    wait_for(
+        lambda: state_of(zk_session, "three").leader == NO_LEADER,
+        RUN_TIMEOUT_S,
+        message="offline rather than led by a broker that is shutting down",
+    )
+
+
+def test_a_shutdown_notice_marks_only_the_incarnation_that_wrote_it(
+    zk_session, make_zk_session, start_broker
+):
+    old = start_broker(1)
+    start_broker(2)
+    announce_shutdown(old, 1)
+    announce_shutdown(old, 1)  # idempotent on its own session
+    assert shutting_down_brokers(zk_session, live_broker_epochs(zk_session)) == {1}
+    old.stop()
+    new = make_zk_session()
+    register_broker(new, broker_info(1))
+    assert shutting_down_brokers(zk_session, live_broker_epochs(zk_session)) == frozenset()
+
+
+# -- a replica that lost durable data at recovery ---------------------------------------------
+
+
+def test_a_replica_that_lost_data_takes_itself_out_of_the_isr(zk_session, start_broker):
+    for broker_id in (1, 2, 3):
+        start_broker(broker_id)
+    create_stream(zk_session, "lossy")
+    state, _version = read_partition_state(zk_session, "lossy", 0)
+    leader, follower, _ = state.replicas
+
+    after, after_version = leave_isr_for_data_loss(zk_session, "lossy", 0, follower)
+
+    assert (after, after_version) == read_partition_state(zk_session, "lossy", 0)
+    assert follower not in after.isr
+    assert (after.leader, after.leader_epoch) == (leader, state.leader_epoch + 1)
+    assert leave_isr_for_data_loss(zk_session, "lossy", 0, follower) == (after, after_version)
+    offline, _ = leave_isr_for_data_loss(zk_session, "lossy", 0, leader)
+    assert offline.leader == NO_LEADER
+    assert leader not in offline.isr
 
 
 # -- the leader's own ISR writes --------------------------------------------------------------

@@ -9,14 +9,28 @@ import sys
 
 def test_demo_runs_end_to_end(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "spark_log.cli", "demo", "--events", "600",
-         "--data-dir", str(tmp_path / "demo")],
-        capture_output=True, text=True, timeout=240, check=False,
+        [
+            sys.executable,
+            "-m",
+            "spark_log.cli",
+            "demo",
+            "--events",
+            "600",
+            "--data-dir",
+            str(tmp_path / "demo"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     out = result.stdout
     assert "replication factor 3" in out
     assert "revenue by city (Spark):" in out
-    summary = json.loads(out[out.index("{\n"): out.rindex("}") + 1])
+    summary = json.loads(out[out.index("{\n") : out.rindex("}") + 1])
     assert summary["events_published"] == summary["events_read_back"] == 600
+    assert sum(summary["lake_offsets"].values()) == 600  # flushed to the lake, then a live tail
+    expected = 600 + summary["tail_events"]
+    assert f'spark.read.format("liftlog"): {expected} records (expected {expected})' in out
     assert out.rstrip().endswith("liftlog demo: everything stopped")

@@ -295,3 +295,15 @@ def test_missing_nats_binary_is_a_clear_error(temp_dir):
     server = NatsServer(free_port(), temp_dir / "nats", binary=temp_dir / "no-nats-server")
     with pytest.raises(ProcessStartError, match="no-nats-server"):
         server.start()
+
+
+def test_local_stack_uses_free_ports_and_removes_its_temporary_directory():
+    stack = Standalone.local(nodes=2)
+    with stack:
+        urls = stack.servers.split(",")
+        assert len(urls) == 2 and all(http_ok(f"{url}/healthz") for url in urls)
+        data_dir = stack.data_dir
+        assert data_dir.is_dir()
+    assert not data_dir.exists()
+    parts = [stack.nats, stack.zookeeper, *stack.nodes]
+    assert not [part.name for part in parts if part.is_running()]

@@ -13,8 +13,12 @@ def _records(node, stream: str) -> dict:
     with httpx.Client(base_url=node.api_url, timeout=30) as api:
         return api.get(
             f"/v1/streams/{stream}/partitions/0/records",
-            params={"offset": 0, "max_records": 10000, "encoding": "utf-8",
-                    "from_follower": "true"},
+            params={
+                "offset": 0,
+                "max_records": 10000,
+                "encoding": "utf-8",
+                "from_follower": "true",
+            },
         ).json()
 
 
@@ -32,8 +36,11 @@ async def test_rf3_acks_all_replicates_to_every_replica(make_node, stream_name):
     assert (batch.offset, batch.count) == (50, 150)
     # acks=all means committed: every replica holds the records (its HW follows the leader's)
     for node in nodes:
-        wait_for(lambda node=node: _records(node, stream_name)["high_watermark"] == 200, 20,
-                 message=f"broker {node.broker_id} caught up")
+        wait_for(
+            lambda node=node: _records(node, stream_name)["high_watermark"] == 200,
+            20,
+            message=f"broker {node.broker_id} caught up",
+        )
     values = [[r["value"] for r in _records(n, stream_name)["records"]] for n in nodes]
     # describe from any broker shows the leader's view, every replica's LEO included
     follower = next(n for n in nodes if n.broker_id != leader.broker_id)

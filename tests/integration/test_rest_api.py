@@ -59,10 +59,11 @@ def test_list_describe_delete_removes_data(api, node, stream_name):
         "high_watermark": 0,
         "log_end_offset": 0,
         "log_start_offset": 0,
-        "lake_offset": None,
+        "lake_offset": 0,  # the lake is on by default; nothing exported yet
         "offline": False,
         "replica_log_end_offsets": {"1": 0},
     }
+    assert created["lake"]["uri"].endswith(f"/{stream_name}@{created['created_at_ms']}")
     api.post(
         f"/v1/streams/{stream_name}/partitions/0/records",
         json={"records": [{"value": "v"}]},

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import httpx
 
-from spark_log.config import LogConfig
+from spark_log.config import LakeConfig, LogConfig
 from tests.integration.conftest import create_stream, fetch
 from tests.waiting import wait_for
 
 
 def test_retention_by_messages_removes_old_sealed_segments(make_node, stream_name):
-    node = make_node(log=LogConfig(segment_bytes=2048, retention_check_interval_ms=100))
+    # without a lake, retention follows its limits alone (tests/integration/test_lake_export.py
+    # covers retention bounded by the lake)
+    node = make_node(
+        log=LogConfig(segment_bytes=2048, retention_check_interval_ms=100),
+        lake=LakeConfig(enabled=False),
+    )
     with httpx.Client(base_url=node.api_url, timeout=30) as api:
         create_stream(api, stream_name, retention_messages=50)
         url = f"/v1/streams/{stream_name}/partitions/0/records"
@@ -50,7 +55,8 @@ def test_garbage_never_produces_a_server_error(api, stream_name):
     create_stream(api, stream_name)
     for method, path, body in GARBAGE_PATHS:
         for target in (path, path.replace("/x/", f"/{stream_name}/")):
-            resp = api.request(method, target, content=body,
-                               headers={"content-type": "application/json"})
+            resp = api.request(
+                method, target, content=body, headers={"content-type": "application/json"}
+            )
             assert 400 <= resp.status_code < 500, (method, target, resp.status_code, resp.text)
             assert "error" in resp.json(), resp.text

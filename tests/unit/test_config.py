@@ -46,3 +46,34 @@ def test_log_config_bounds():
         LogConfig(segment_bytes=10)
     with pytest.raises(ConfigError):
         LogConfig(fsync_interval_ms=0)
+
+
+def test_the_lake_defaults_to_the_data_dir_and_round_trips(tmp_path):
+    config = NodeConfig(broker_id=1, data_dir=str(tmp_path / "data"))
+    assert config.lake.enabled
+    assert config.lake.uri == str(tmp_path / "data" / "lake")
+    path = tmp_path / "node.toml"
+    path.write_text(dump_node_config(config))
+    assert "[lake]" in path.read_text()
+    assert load_node_config(path) == config
+
+
+def test_a_lake_section_is_typed_and_checked(tmp_path):
+    path = tmp_path / "node.toml"
+    path.write_text(
+        'broker_id = 1\ndata_dir = "/d"\n[lake]\nuri = "s3://bucket/lake"\nenabled = false\n'
+        "export_interval_s = 2\n"
+    )
+    lake = load_node_config(path).lake
+    assert (lake.uri, lake.enabled, lake.export_interval_s) == ("s3://bucket/lake", False, 2.0)
+    path.write_text('broker_id = 1\ndata_dir = "/d"\n[lake]\nexport_intervall_s = 2\n')
+    with pytest.raises(ConfigError, match=r"lake\.export_intervall_s"):
+        load_node_config(path)
+    path.write_text('broker_id = 1\ndata_dir = "/d"\n[lake]\nexport_min_bytes = 0\n')
+    with pytest.raises(ConfigError, match="export_min_bytes"):
+        load_node_config(path)
+
+
+def test_a_relative_lake_path_becomes_absolute():
+    config = NodeConfig(broker_id=1, data_dir="rel/data")
+    assert config.lake.uri.startswith("/") and config.lake.uri.endswith("rel/data/lake")

@@ -10,6 +10,7 @@ from coordinator.leader_selection import (
     elect_offline,
     elect_on_broker_failure,
     elect_unclean,
+    leave_isr_after_data_loss,
 )
 from coordinator.znodes import NO_LEADER, PartitionState
 from spark_log.errors import InvalidRequestError
@@ -153,6 +154,56 @@ def test_controlled_shutdown_of_a_non_isr_replica_or_stranger_changes_nothing():
 def test_controlled_shutdown_never_trims_an_offline_partitions_isr():
     offline = state(NO_LEADER, (2,), leader_epoch=5)
     assert elect_for_controlled_shutdown(offline, 2, {2}) is None
+
+
+def test_controlled_shutdown_never_hands_leadership_to_a_broker_shutting_down_too():
+    after = elect_for_controlled_shutdown(state(1, (1, 2, 3)), 1, {1, 2, 3}, shutting_down={2})
+    assert after == state(3, (2, 3), leader_epoch=5)
+
+
+def test_controlled_shutdown_keeps_leadership_when_every_other_isr_member_stops_too():
+    before = state(1, (1, 2, 3))
+    assert elect_for_controlled_shutdown(before, 1, {1, 2, 3}, shutting_down={2, 3}) is None
+    assert elect_for_controlled_shutdown(before, 1, {1, 2, 3}, shutting_down={1, 2, 3}) is None
+
+
+def test_a_broker_shutting_down_is_never_elected_on_a_leader_failure():
+    after = elect_on_broker_failure(state(1, (1, 2, 3)), {2, 3}, shutting_down={2})
+    assert after == state(3, (2, 3), leader_epoch=5)  # still in the ISR: it still replicates
+
+
+def test_a_leader_failure_with_only_stopping_isr_members_left_goes_offline():
+    after = elect_on_broker_failure(state(1, (1, 2)), {2, 3}, shutting_down={2})
+    assert after == state(NO_LEADER, (1, 2), leader_epoch=5)
+    assert elect_offline(after, {2, 3}, shutting_down={2}) is None
+    assert elect_offline(after, {2, 3}) == state(2, (2,), leader_epoch=6)
+
+
+# -- a replica that lost durable data at recovery ---------------------------------------------
+
+
+def test_a_follower_that_lost_data_leaves_the_isr_with_a_new_epoch():
+    after = leave_isr_after_data_loss(state(1, (1, 2, 3)), 3)
+    assert after == state(1, (1, 2), leader_epoch=5)  # the leader forgets follower LEOs
+
+
+def test_a_leader_that_lost_data_leaves_leadership_and_the_isr():
+    after = leave_isr_after_data_loss(state(3, (1, 2, 3)), 3)
+    assert after == state(NO_LEADER, (1, 2), leader_epoch=5)
+    assert elect_offline(after, {1, 2, 3}) == state(1, (1, 2), leader_epoch=6)
+
+
+def test_the_last_isr_member_that_lost_data_leaves_nothing_electable():
+    after = leave_isr_after_data_loss(state(NO_LEADER, (3,)), 3)
+    assert after == state(NO_LEADER, (), leader_epoch=5)
+    assert after.offline
+    assert elect_offline(after, {1, 2, 3}) is None
+    assert elect_unclean(after, {1, 2, 3}, 3).leader == 3  # only an operator can choose it
+
+
+def test_a_replica_already_outside_the_isr_or_the_only_one_changes_nothing():
+    assert leave_isr_after_data_loss(state(1, (1, 2)), 3) is None
+    assert leave_isr_after_data_loss(state(1, (1,), replicas=(1,)), 1) is None
 
 
 # -- unclean election -------------------------------------------------------------------------

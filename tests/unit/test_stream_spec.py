@@ -51,3 +51,29 @@ def test_json_round_trip_and_unknown_keys():
     assert StreamSpec.from_json(spec.to_json()) == spec
     with pytest.raises(InvalidRequestError, match="bogus"):
         StreamSpec.from_json({**spec.to_json(), "bogus": 1})
+
+
+def test_compaction_settings_default_off_validate_and_round_trip():
+    spec = StreamSpec(name="s", subject="s")
+    assert (spec.compaction, spec.compaction_interval_s, spec.delete_retention_ms) == (
+        False,
+        None,
+        86_400_000,
+    )
+    compacted = StreamSpec(
+        name="s", subject="s", compaction=True, compaction_interval_s=60, delete_retention_ms=0
+    )
+    assert StreamSpec.from_json(compacted.to_json()) == compacted
+    with pytest.raises(InvalidRequestError, match="needs compaction"):
+        StreamSpec(name="s", subject="s", compaction_interval_s=60)
+    with pytest.raises(InvalidRequestError, match="compaction_interval_s"):
+        StreamSpec(name="s", subject="s", compaction=True, compaction_interval_s=0)
+    with pytest.raises(InvalidRequestError, match="delete_retention_ms"):
+        StreamSpec(name="s", subject="s", delete_retention_ms=-1)
+
+
+def test_a_spec_stored_before_compaction_settings_existed_still_loads():
+    stored = StreamSpec(name="s", subject="s").to_json()
+    for key in ("compaction", "compaction_interval_s", "delete_retention_ms"):
+        del stored[key]
+    assert StreamSpec.from_json(stored) == StreamSpec(name="s", subject="s")

@@ -31,9 +31,18 @@ def test_follower_that_stops_catching_up_lags_out_then_rejoins_at_hw():
     tracker.record_fetch(2, 20, leader_leo=20, now_ms=900)
     tracker.record_fetch(3, 6, leader_leo=30, now_ms=1200)
     assert tracker.lagging([1, 2, 3], now_ms=1200, max_lag_ms=1000) == [3]
-    assert tracker.caught_up([1, 2], high_watermark=20) == []
+    assert tracker.caught_up([1, 2], high_watermark=20, now_ms=1200, max_lag_ms=1000) == []
     tracker.record_fetch(3, 20, leader_leo=30, now_ms=1300)
-    assert tracker.caught_up([1, 2], high_watermark=20) == [3]
+    assert tracker.caught_up([1, 2], high_watermark=20, now_ms=1300, max_lag_ms=1000) == [3]
+
+
+def test_dead_follower_on_an_idle_partition_does_not_vote_itself_back_in():
+    tracker = _tracker(now=0)
+    tracker.record_fetch(3, 20, leader_leo=20, now_ms=100)  # caught up, then it dies
+    tracker.record_fetch(2, 20, leader_leo=20, now_ms=1200)
+    assert tracker.lagging([1, 2, 3], now_ms=1200, max_lag_ms=1000) == [3]
+    # the HW never moved, so its last known LEO still reaches it: not enough
+    assert tracker.caught_up([1, 2], high_watermark=20, now_ms=1200, max_lag_ms=1000) == []
 
 
 def test_silent_follower_lags_out_after_reset_window():

@@ -1,0 +1,113 @@
+"""``compact_stream``: one compaction of one stream, start to end.
+
+Plan from a snapshot, run the Spark job, commit once; when the commit race is lost, start over
+from the new snapshot (which usually shows the winner already did the work, so the retry is a
+quick no-op), at most ``commit_retries`` times, then stop with CompactionConflictError. Small-file
+maintenance follows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from datasource.compaction.errors import CompactionConflictError, CompactionDisabledError
+from datasource.compaction.execute import execute_plan, skipped_results
+from datasource.compaction.maintenance import run_maintenance
+from datasource.compaction.plan import CompactionPlan, plan_compaction
+from datasource.compaction.report import CompactionReport
+from datasource.compaction.settings import CompactionOptions, CompactionTarget, Progress
+from datasource.compaction.staging import local_table_root
+from spark_log.lake.errors import LakeCommitConflictError
+from spark_log.lake.rewrite import RewriteSnapshot
+
+
+def compact_stream(
+    spark: SparkSession,
+    target: CompactionTarget,
+    options: CompactionOptions | None = None,
+    progress: Progress | None = None,
+    now_ms: int | None = None,
+) -> CompactionReport:
+    """Compact ``target``'s lake table; ``now_ms`` fixes the clock tombstones age by (tests)."""
+    options = options or CompactionOptions()
+    say = progress or _quiet
+    _require_enabled(target, options)
+    root = local_table_root(target.table_uri)
+    started = time.monotonic()
+    attempts = 0
+    while True:
+        attempts += 1
+        report = _attempt(spark, target, options, root, say, now_ms, attempts)
+        if report is not None:
+            break
+    report = dataclasses.replace(
+        report, attempts=attempts, elapsed_s=round(time.monotonic() - started, 3)
+    )
+    if options.optimize or options.vacuum:
+        report = dataclasses.replace(report, maintenance=run_maintenance(target, options, say))
+    return report
+
+
+def _attempt(
+    spark: SparkSession,
+    target: CompactionTarget,
+    options: CompactionOptions,
+    root: Path,
+    say: Progress,
+    now_ms: int | None,
+    attempt: int,
+) -> CompactionReport | None:
+    """One try; None when the commit race was lost and a retry is allowed."""
+    snapshot = RewriteSnapshot.open(target.table_uri, target.stream)
+    if snapshot is None:
+        return CompactionReport(target.stream, target.table_uri, "no lake table yet: nothing to do")
+    plan = plan_compaction(snapshot, target, options, now_ms or int(time.time() * 1000))
+    _announce(plan, say)
+    if plan.empty:
+        return CompactionReport(
+            target.stream,
+            target.table_uri,
+            "nothing to compact",
+            read_version=plan.snapshot_version,
+            partitions=tuple(skipped_results(plan)),
+        )
+    try:
+        return execute_plan(spark, snapshot, plan, root, options, say)
+    except LakeCommitConflictError as exc:
+        if attempt > options.commit_retries:
+            raise CompactionConflictError(
+                f"{exc}; this compaction committed nothing (gave up after {attempt} attempts)"
+            ) from exc
+        say(f"lost the commit race ({exc}); starting again from the new snapshot")
+        return None
+
+
+def _announce(plan: CompactionPlan, say: Progress) -> None:
+    say(
+        f"compacting {plan.target.stream} (table version {plan.snapshot_version}, "
+        f"{len(plan.partitions)} of {plan.target.partitions} partition(s) to compute, "
+        f"tombstones removed after {_duration(plan.target.delete_retention_ms)})"
+    )
+
+
+def _duration(ms: int) -> str:
+    for unit, size in (("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if ms >= size:
+            return f"{ms / size:g}{unit}"
+    return f"{ms}ms"
+
+
+def _require_enabled(target: CompactionTarget, options: CompactionOptions) -> None:
+    if not target.compaction_enabled and not options.force:
+        raise CompactionDisabledError(
+            f"stream {target.stream} was created without compaction; create streams with "
+            "--compaction, or pass --force to compact this one anyway"
+        )
+
+
+def _quiet(_line: str) -> None:
+    """The default progress sink: say nothing."""

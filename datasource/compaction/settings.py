@@ -1,0 +1,72 @@
+"""What a compaction run is told: the stream's table and settings, and the operator's options.
+
+Every default is a named constant; options are validated when built, so a bad flag fails
+before Spark starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from datasource.compaction.errors import InvalidCompactionOptionError
+from spark_log.lake.maintenance import DELTA_DEFAULT_RETENTION_HOURS
+from spark_log.lake.packing import DEFAULT_TARGET_FILE_BYTES
+
+Progress = Callable[[str], None]
+"""Where a run reports what it is doing (the CLI prints each line with the elapsed time)."""
+DEFAULT_MAX_RECORDS_PER_FILE = 1_000_000
+"""Compacted files are split at this many records (Spark's ``maxRecordsPerFile``), so one file
+stays a reasonable unit of work for readers; the exporter uses the same bound."""
+DEFAULT_COMMIT_RETRIES = 2
+"""How often a compaction that lost its commit race starts again from the new snapshot."""
+DEFAULT_VACUUM_RETENTION_HOURS = DELTA_DEFAULT_RETENTION_HOURS
+SAFE_VACUUM_RETENTION_HOURS = 1.0
+"""Below this, ``liftlog compact`` warns: a query or export in flight may still need the files."""
+
+
+@dataclass(frozen=True)
+class CompactionTarget:
+    """The stream to compact: its Delta table and its spec's compaction settings."""
+
+    stream: str
+    table_uri: str
+    partitions: int
+    delete_retention_ms: int
+    compaction_enabled: bool = True
+    compaction_interval_s: float | None = None
+
+
+@dataclass(frozen=True)
+class CompactionOptions:
+    """How to run one compaction (the ``liftlog compact`` flags)."""
+
+    boundary_offset: int | None = None
+    """Compact only records below this offset (capped at each partition's lake offset)."""
+    partitions: tuple[int, ...] | None = None
+    """Only these partitions (None: all)."""
+    full: bool = False
+    """Recompute partitions the state says are already compacted."""
+    force: bool = False
+    """Compact a stream created without ``compaction: true``."""
+    max_records_per_file: int = DEFAULT_MAX_RECORDS_PER_FILE
+    commit_retries: int = DEFAULT_COMMIT_RETRIES
+    optimize: bool = True
+    """Pack small files after the compaction (Delta's OPTIMIZE bin-packing)."""
+    optimize_target_bytes: int = DEFAULT_TARGET_FILE_BYTES
+    vacuum: bool = True
+    vacuum_retention_hours: float = DEFAULT_VACUUM_RETENTION_HOURS
+
+    def __post_init__(self) -> None:
+        if self.boundary_offset is not None and self.boundary_offset < 0:
+            raise InvalidCompactionOptionError("--boundary-offset must be >= 0")
+        if self.partitions is not None and any(p < 0 for p in self.partitions):
+            raise InvalidCompactionOptionError("--partition must be >= 0")
+        if self.max_records_per_file <= 0:
+            raise InvalidCompactionOptionError("--max-records-per-file must be > 0")
+        if self.commit_retries < 0:
+            raise InvalidCompactionOptionError("--retries must be >= 0")
+        if self.optimize_target_bytes <= 0:
+            raise InvalidCompactionOptionError("--optimize-target-mb must be > 0")
+        if self.vacuum_retention_hours < 0:
+            raise InvalidCompactionOptionError("--vacuum-retention-hours must be >= 0")

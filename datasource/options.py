@@ -1,0 +1,240 @@
+"""The data source's options, checked once and turned into frozen, typed settings.
+
+Spark hands options over as a case-insensitive map of strings. They are validated before any
+work is planned, and unknown names are an error: a misspelt ``startingOffset`` would otherwise
+silently read from the default (the same habit as the node config). Kafka's names are used
+wherever Kafka has one, so a Kafka query ports by changing the format and the servers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from datasource.durations import parse_duration_s
+from datasource.errors import InvalidOptionError
+from datasource.offsets import EARLIEST, LATEST, OffsetSpec, parse_offset_spec
+from spark_log.errors import InvalidRequestError
+from spark_log.rest import parse_servers
+
+DEFAULT_MAX_RECORDS_PER_PARTITION = 1_000_000
+"""Records one Spark task reads at most (Kafka's ``maxRecordsPerPartition``): big enough that
+per-task overhead vanishes, small enough that ``local[2]`` already reads in parallel."""
+DEFAULT_MAX_TRIGGER_DELAY = "15m"
+"""Kafka's default for ``maxTriggerDelay``."""
+DEFAULT_ACK_TIMEOUT_S = 30.0
+
+SPARK_PROVIDED = frozenset({"path", "checkpointLocation"})
+"""Names Spark itself may add to the options (``load(path)``, a streaming sink's checkpoint)."""
+_SOURCE_NAMES = frozenset(
+    {
+        "servers",
+        "stream",
+        "lakeUri",
+        "includeHeaders",
+        "failOnDataLoss",
+        "partitions",
+        "maxRecordsPerPartition",
+        "minPartitions",
+        "startingOffsets",
+        "startingTimestamp",
+    }
+)
+BATCH_NAMES = _SOURCE_NAMES | {"endingOffsets", "endingTimestamp", "filterPushdown"}
+STREAM_NAMES = _SOURCE_NAMES | {"maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay"}
+SINK_NAMES = frozenset(
+    {"servers", "stream", "idempotent", "idempotencyKey", "natsUrl", "ackTimeoutMs"}
+)
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """What batch and streaming reads share."""
+
+    servers: str
+    stream: str
+    lake_uri: str | None
+    include_headers: bool
+    fail_on_data_loss: bool
+    partitions: tuple[int, ...] | None
+    max_records_per_partition: int
+    min_partitions: int | None
+    starting: OffsetSpec
+    starting_timestamp_ms: int | None
+
+
+@dataclass(frozen=True)
+class BatchOptions(SourceOptions):
+    ending: OffsetSpec
+    ending_timestamp_ms: int | None
+    filter_pushdown: bool
+
+
+@dataclass(frozen=True)
+class StreamOptions(SourceOptions):
+    max_offsets_per_trigger: int | None
+    min_offsets_per_trigger: int | None
+    max_trigger_delay_s: float
+
+
+@dataclass(frozen=True)
+class SinkOptions:
+    servers: str
+    stream: str
+    idempotent: bool
+    idempotency_key: str | None
+    nats_url: str | None
+    ack_timeout_s: float
+
+
+def batch_options(options: Mapping[str, str]) -> BatchOptions:
+    """Options of ``spark.read.format("liftlog")`` (start defaults to earliest, end to latest)."""
+    opts = _lowered(options, BATCH_NAMES, "spark.read")
+    common = _source_fields(opts, default_start=EARLIEST)
+    return BatchOptions(
+        **common,
+        ending=parse_offset_spec(
+            opts.get("endingoffsets"), common["stream"], "endingOffsets", LATEST
+        ),
+        ending_timestamp_ms=_optional_int(opts, "endingtimestamp", "endingTimestamp", minimum=0),
+        filter_pushdown=_bool(opts, "filterpushdown", "filterPushdown", False),
+    )
+
+
+def stream_options(options: Mapping[str, str]) -> StreamOptions:
+    """Options of ``spark.readStream.format("liftlog")`` (start defaults to latest, as Kafka)."""
+    opts = _lowered(options, STREAM_NAMES, "spark.readStream")
+    common = _source_fields(opts, default_start=LATEST)
+    max_offsets = _optional_int(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger", minimum=1)
+    min_offsets = _optional_int(opts, "minoffsetspertrigger", "minOffsetsPerTrigger", minimum=1)
+    if max_offsets is not None and min_offsets is not None and min_offsets > max_offsets:
+        raise InvalidOptionError(
+            f"minOffsetsPerTrigger ({min_offsets}) must not exceed maxOffsetsPerTrigger "
+            f"({max_offsets})"
+        )
+    delay = opts.get("maxtriggerdelay", DEFAULT_MAX_TRIGGER_DELAY)
+    return StreamOptions(
+        **common,
+        max_offsets_per_trigger=max_offsets,
+        min_offsets_per_trigger=min_offsets,
+        max_trigger_delay_s=parse_duration_s(delay, "maxTriggerDelay"),
+    )
+
+
+def sink_options(options: Mapping[str, str]) -> SinkOptions:
+    """Options of ``df.write.format("liftlog")`` and ``writeStream``."""
+    opts = _lowered(options, SINK_NAMES, "the liftlog sink")
+    timeout_ms = _optional_int(opts, "acktimeoutms", "ackTimeoutMs", minimum=1)
+    return SinkOptions(
+        servers=_servers(opts),
+        stream=_stream(opts),
+        idempotent=_bool(opts, "idempotent", "idempotent", False),
+        idempotency_key=opts.get("idempotencykey") or None,
+        nats_url=opts.get("natsurl") or None,
+        ack_timeout_s=timeout_ms / 1000 if timeout_ms is not None else DEFAULT_ACK_TIMEOUT_S,
+    )
+
+
+def include_headers(options: Mapping[str, str]) -> bool:
+    """Just ``includeHeaders`` (``DataSource.schema()`` needs it before the full check)."""
+    return _bool(
+        {k.lower(): v for k, v in options.items()}, "includeheaders", "includeHeaders", False
+    )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _lowered(options: Mapping[str, str], allowed: frozenset[str], where: str) -> dict[str, str]:
+    """Options by lower-cased name (Spark matches names case-insensitively); unknown names
+    are an error that lists the valid ones."""
+    opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+    known = {name.lower() for name in allowed | SPARK_PROVIDED}
+    unknown = sorted(set(opts) - known)
+    if unknown:
+        raise InvalidOptionError(
+            f"unknown option(s) {unknown} for {where}.format('liftlog') "
+            f"(names are case-insensitive); valid: {', '.join(sorted(allowed))}"
+        )
+    return opts
+
+
+def _source_fields(opts: dict[str, str], default_start: int) -> dict[str, object]:
+    stream = _stream(opts)
+    return {
+        "servers": _servers(opts),
+        "stream": stream,
+        "lake_uri": opts.get("lakeuri") or None,
+        "include_headers": _bool(opts, "includeheaders", "includeHeaders", False),
+        "fail_on_data_loss": _bool(opts, "failondataloss", "failOnDataLoss", True),
+        "partitions": _partitions(opts.get("partitions")),
+        "max_records_per_partition": _optional_int(
+            opts, "maxrecordsperpartition", "maxRecordsPerPartition", minimum=1
+        )
+        or DEFAULT_MAX_RECORDS_PER_PARTITION,
+        "min_partitions": _optional_int(opts, "minpartitions", "minPartitions", minimum=1),
+        "starting": parse_offset_spec(
+            opts.get("startingoffsets"), stream, "startingOffsets", default_start
+        ),
+        "starting_timestamp_ms": _optional_int(
+            opts, "startingtimestamp", "startingTimestamp", minimum=0
+        ),
+    }
+
+
+def _servers(opts: dict[str, str]) -> str:
+    text = opts.get("servers")
+    if not text:
+        raise InvalidOptionError(
+            "option 'servers' is required: comma-separated REST URLs of any Liftlog nodes, "
+            "e.g. http://127.0.0.1:9644"
+        )
+    try:
+        return ",".join(parse_servers(text))
+    except InvalidRequestError as exc:
+        raise InvalidOptionError(f"servers: {exc.message}") from exc
+
+
+def _stream(opts: dict[str, str]) -> str:
+    stream = opts.get("stream") or opts.get("path")
+    if not stream:
+        raise InvalidOptionError("option 'stream' is required (the stream's name)")
+    return stream
+
+
+def _bool(opts: Mapping[str, str], key: str, name: str, default: bool) -> bool:
+    text = opts.get(key)
+    if text is None:
+        return default
+    word = text.strip().lower()
+    if word not in ("true", "false"):
+        raise InvalidOptionError(f"{name} must be true or false; got {text!r}")
+    return word == "true"
+
+
+def _optional_int(opts: dict[str, str], key: str, name: str, *, minimum: int) -> int | None:
+    text = opts.get(key)
+    if text is None or not text.strip():
+        return None
+    try:
+        value = int(text.strip())
+    except ValueError as exc:
+        raise InvalidOptionError(f"{name} must be an integer; got {text!r}") from exc
+    if value < minimum:
+        raise InvalidOptionError(f"{name} must be >= {minimum}; got {value}")
+    return value
+
+
+def _partitions(text: str | None) -> tuple[int, ...] | None:
+    """``"0,2"`` → (0, 2); the partitions a read is limited to (None: all)."""
+    if text is None or not text.strip():
+        return None
+    try:
+        values = sorted({int(item) for item in text.split(",") if item.strip()})
+    except ValueError as exc:
+        raise InvalidOptionError(
+            f"partitions must be comma-separated partition numbers like '0,2'; got {text!r}"
+        ) from exc
+    if not values or values[0] < 0:
+        raise InvalidOptionError(f"partitions must list partitions >= 0; got {text!r}")
+    return tuple(values)

@@ -1,0 +1,130 @@
+"""``spark.readStream.format("liftlog")``: micro-batches of a stream with Kafka's semantics.
+
+Offsets are each partition's next offset, ``{"<stream>": {"<p>": n}}``: plain log positions,
+valid whoever leads and whether the records sit in the log or already in the lake, so a query
+restarted from its checkpoint continues at exactly the next record. Spark calls everything but
+``read()`` in one long-lived Python process per query, on the driver, so the AvailableNow
+target and the time of the last batch live on this object between calls; ``read()`` runs on
+executors with the tasks' own copies of what it needs.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    ReadMinRows,
+    SupportsTriggerAvailableNow,
+)
+
+from datasource.admission import cap_offsets, should_wait
+from datasource.offsets import from_stream_offset, to_stream_offset
+from datasource.options import StreamOptions
+from datasource.stream_plan import (
+    checked_available,
+    head_offsets,
+    initial_offsets,
+    plan_micro_batch,
+)
+from datasource.task_read import read_task
+from datasource.tasks import ReadTask
+from spark_log.rest import RestClient
+
+
+class LiftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: StreamOptions) -> None:
+        self.options = options
+        self._target: dict[int, int] | None = None
+        """AvailableNow: the heads when the query started; batches stop there."""
+        self._latest: dict[int, int] | None = None
+        """The heads seen by the last ``latestOffset`` (reported for lag)."""
+        self._last_trigger_s: float | None = None
+        """When a batch last ran (monotonic); None lets the first one run at once, as Kafka's."""
+
+    def _rest(self) -> RestClient:
+        return RestClient(self.options.servers)
+
+    def initialOffset(self) -> dict:  # noqa: N802 - Spark's name
+        return to_stream_offset(self.options.stream, initial_offsets(self.options, self._rest()))
+
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
+        opts = self.options
+        if opts.max_offsets_per_trigger is not None:
+            return ReadMaxRows(opts.max_offsets_per_trigger)
+        if opts.min_offsets_per_trigger is not None:
+            return ReadMinRows(opts.min_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
+        heads = head_offsets(self.options, self._rest())
+        self._target = {p: h for p, h in heads.items() if h is not None}
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # noqa: N802
+        """The end of the next batch: the heads, capped by ``maxOffsetsPerTrigger``, held back
+        below ``minOffsetsPerTrigger`` until ``maxTriggerDelay`` (not under AvailableNow)."""
+        opts = self.options
+        begin = from_stream_offset(opts.stream, start)
+        available = checked_available(opts, begin, head_offsets(opts, self._rest()))
+        self._latest = dict(available)
+        if self._target is not None:
+            available = _capped_at_target(available, self._target, begin)
+        end = cap_offsets(begin, available, self._cap(limit))
+        pending = sum(end[p] - begin.get(p, 0) for p in end)
+        now = time.monotonic()
+        if self._holds_back(limit, pending, now):
+            end = {p: begin.get(p, 0) for p in end}
+        else:
+            self._last_trigger_s = now  # Kafka's clock: restarts whenever a batch may run
+        return to_stream_offset(opts.stream, end)
+
+    def _cap(self, limit: ReadLimit) -> int | None:
+        """Records the batch may hold: Spark's ReadMaxRows, else none (ReadAllAvailable is
+        Trigger.Once asking for everything)."""
+        if isinstance(limit, ReadMaxRows):
+            return limit.max_rows
+        if isinstance(limit, ReadAllAvailable):
+            return None
+        return self.options.max_offsets_per_trigger
+
+    def _holds_back(self, limit: ReadLimit, pending: int, now: float) -> bool:
+        """minOffsetsPerTrigger + maxTriggerDelay; ignored under AvailableNow, which must
+        drain to its target however few records are left."""
+        if self._target is not None or isinstance(limit, ReadAllAvailable):
+            return False
+        opts = self.options
+        waited = math.inf if self._last_trigger_s is None else now - self._last_trigger_s
+        return should_wait(pending, opts.min_offsets_per_trigger, waited, opts.max_trigger_delay_s)
+
+    def reportLatestOffset(self) -> dict | None:  # noqa: N802
+        """The heads last seen: ``latestOffset`` minus ``endOffset`` in the progress is the
+        records-behind lag (see datasource.lag)."""
+        if self._latest is None:
+            return None
+        return to_stream_offset(self.options.stream, self._latest)
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        opts = self.options
+        begin = from_stream_offset(opts.stream, start)
+        finish = from_stream_offset(opts.stream, end)
+        return list(plan_micro_batch(opts, self._rest(), begin, finish))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if isinstance(partition, ReadTask):
+            yield from read_task(partition)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to release: the source keeps no per-batch state (Spark checkpoints offsets)."""
+
+
+def _capped_at_target(
+    available: dict[int, int], target: dict[int, int], begin: dict[int, int]
+) -> dict[int, int]:
+    """AvailableNow: never past the heads seen when the run started (nor behind the start)."""
+    return {p: min(a, max(target.get(p, a), begin.get(p, 0))) for p, a in available.items()}

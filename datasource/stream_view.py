@@ -1,0 +1,70 @@
+"""What the cluster says about a stream right now: leaders, offsets, lake.
+
+One ``describe`` plus one ``cluster`` call over REST (any node answers both), turned into
+typed values, so planning code never digs through JSON and a missing leader is a clear error
+at the point where a query actually needs it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from spark_log.errors import UnavailableError
+from spark_log.rest import RestClient
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    """One partition as its leader reports it (offsets None while it has no live leader)."""
+
+    partition: int
+    leader_url: str | None
+    high_watermark: int | None
+    log_start_offset: int | None
+    lake_offset: int | None
+
+    def require_offsets(self, stream: str) -> tuple[int, int]:
+        """(log start, HW); UnavailableError while the partition has no answering leader."""
+        if self.high_watermark is None or self.log_start_offset is None:
+            raise UnavailableError(
+                f"{stream}/{self.partition} has no live leader to report its offsets; "
+                "retry when the partition is back online"
+            )
+        return self.log_start_offset, self.high_watermark
+
+
+@dataclass(frozen=True)
+class StreamView:
+    stream: str
+    partitions: tuple[PartitionView, ...]
+    lake_uri: str | None
+
+    def partition(self, p: int) -> PartitionView:
+        return self.partitions[p]
+
+    @property
+    def partition_count(self) -> int:
+        return len(self.partitions)
+
+
+def describe(rest: RestClient, stream: str) -> StreamView:
+    """The stream's current view (StreamNotFoundError from the node if it does not exist)."""
+    body = rest.get_json(f"/v1/streams/{stream}")
+    brokers = rest.get_json("/v1/cluster")["brokers"]
+    urls = {b["broker_id"]: b["api_url"] for b in brokers}
+    partitions = tuple(
+        _partition_view(p, urls) for p in sorted(body["partitions"], key=lambda p: p["partition"])
+    )
+    lake = body.get("lake")
+    return StreamView(stream, partitions, lake.get("uri") if isinstance(lake, dict) else None)
+
+
+def _partition_view(body: dict[str, Any], urls: dict[int, str]) -> PartitionView:
+    return PartitionView(
+        partition=int(body["partition"]),
+        leader_url=urls.get(body.get("leader")),
+        high_watermark=body.get("high_watermark"),
+        log_start_offset=body.get("log_start_offset"),
+        lake_offset=body.get("lake_offset"),
+    )

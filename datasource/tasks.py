@@ -1,0 +1,50 @@
+"""The unit of work of one Spark task: an offset range of one partition, and where to read it.
+
+A task reads either from the lake (Parquet files the planner chose from one Delta snapshot)
+or from the partition leader's log (the tail above the lake offset). Both kinds are plain
+picklable values that carry everything an executor needs, ``ReadSettings`` included: Spark
+pickles the reader for the executors before it asks for the partitions (and a streaming
+reader only once per query), so state a reader sets while planning never reaches ``read()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql.datasource import InputPartition
+
+from datasource.row_filter import RowFilter
+
+LAKE = "lake"
+TAIL = "tail"
+
+
+@dataclass(frozen=True)
+class ReadSettings:
+    """What every task of one read shares."""
+
+    servers: str
+    stream: str
+    include_headers: bool
+    fail_on_data_loss: bool
+    lake_uri: str | None
+    """The Delta table as the executors see it (None: no lake)."""
+    rows: RowFilter = field(default_factory=RowFilter)
+
+
+@dataclass
+class ReadTask(InputPartition):
+    """Offsets ``[start, end)`` of ``partition`` from the lake (``files``) or the tail."""
+
+    settings: ReadSettings
+    partition: int
+    start: int
+    end: int
+    source: str
+    files: tuple[str, ...] = ()
+    leader_url: str | None = None
+
+    @property
+    def records(self) -> int:
+        """Offsets covered (records, unless compaction removed some from the lake)."""
+        return self.end - self.start

@@ -1,0 +1,66 @@
+"""Read one committed offset range of a partition log as a lake table (blocking: run it in an
+executor).
+
+The range is capped by records and by log bytes, so one export's memory and one Parquet file
+stay bounded whatever backlog a partition has; the caller exports the rest in later rounds.
+Batches are CRC-checked on the way: a corrupt batch must never reach the lake.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from spark_log.lake.convert import to_lake_batch
+from spark_log.lake.layout import LAKE_SCHEMA
+from spark_log.log import PartitionLog, decode_records, iter_batches
+
+READ_CHUNK_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class LakeRange:
+    """Records ``[start_offset, end_offset)`` of one partition as LAKE_SCHEMA rows."""
+
+    start_offset: int
+    end_offset: int
+    table: pa.Table
+    log_bytes: int
+
+    @property
+    def records(self) -> int:
+        return self.end_offset - self.start_offset
+
+
+def read_range(
+    log: PartitionLog,
+    partition: int,
+    start_offset: int,
+    end_offset: int,
+    *,
+    max_records: int,
+    max_bytes: int,
+) -> LakeRange:
+    """Records from ``start_offset`` up to ``end_offset`` (the HW), at most ``max_records``
+    and about ``max_bytes`` of log (always at least one batch, so a range always advances)."""
+    batches: list[pa.RecordBatch] = []
+    offset, log_bytes = start_offset, 0
+    while offset < end_offset and offset - start_offset < max_records and log_bytes < max_bytes:
+        data = log.read(offset, min(READ_CHUNK_BYTES, max_bytes - log_bytes), end_offset)
+        if not data:
+            break
+        for header, view in iter_batches(data, verify=True):
+            if offset >= end_offset or offset - start_offset >= max_records:
+                break
+            if header.next_offset <= offset:
+                continue
+            lo = offset - header.base_offset
+            room = max_records - (offset - start_offset)
+            hi = min(header.record_count, end_offset - header.base_offset, lo + room)
+            rows = decode_records(view).slice(lo, hi - lo)
+            batches.append(to_lake_batch(rows, partition, offset))
+            offset = header.base_offset + hi
+            log_bytes += header.size
+    table = pa.Table.from_batches(batches, schema=LAKE_SCHEMA)
+    return LakeRange(start_offset, offset, table, log_bytes)

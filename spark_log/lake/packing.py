@@ -1,0 +1,132 @@
+"""Packing a partition's small files into larger ones (Delta's OPTIMIZE bin-packing), committed
+with the stream's compaction app transaction (blocking: file and Delta I/O).
+
+Exporters commit one file per partition per round, so a table collects small files and every
+reader pays per file. Within a partition, files smaller than the target are taken in offset
+order and grouped into runs of at most the target size; each run of two or more becomes one
+file with the same rows in the same order. All runs are committed at once, removing exactly
+the files packed (``data_change=False``: no record changes).
+
+Why not delta-rs's ``optimize.compact``: it ignores the app transactions it is given, so it
+cannot fence a key compaction that read the same files (see ``rewrite``); committed through
+``RewriteSnapshot`` with the compaction app id, a pack and a compaction of the same files can
+never both commit. Rows are streamed batch by batch, so memory stays at one batch, not one run.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from spark_log.errors import LakeError
+from spark_log.lake.compaction_state import (
+    COMPACTION_METADATA_KEY,
+    compaction_app_id,
+    next_run_id,
+)
+from spark_log.lake.file_stats import parquet_stats_json
+from spark_log.lake.layout import LAKE_SCHEMA, PARTITION_COLUMN
+from spark_log.lake.rewrite import FOREIGN_ERRORS, NewFile, RewriteSnapshot, TableFile
+
+DEFAULT_TARGET_FILE_BYTES = 128 * 1024 * 1024
+"""The exporter's ``max_bytes_per_file`` default: packed files are as large as big exports."""
+PACKED_PREFIX = "packed-"
+FILE_SCHEMA = pa.schema([f for f in LAKE_SCHEMA if f.name != PARTITION_COLUMN])
+"""What a data file holds: the partition is in the directory and the add action."""
+
+
+@dataclass(frozen=True)
+class PackOutcome:
+    files_removed: int
+    files_added: int
+    table_version: int | None
+    """The commit's version; None when there was nothing to pack."""
+
+
+def plan_runs(files: Sequence[TableFile], target_bytes: int) -> list[list[TableFile]]:
+    """Runs of consecutive small files (per partition, in offset order) worth packing."""
+    runs: list[list[TableFile]] = []
+    by_partition: dict[int, list[TableFile]] = {}
+    for f in files:
+        by_partition.setdefault(f.partition, []).append(f)
+    for partition in sorted(by_partition):
+        ordered = sorted(by_partition[partition], key=lambda f: (f.min_offset or 0, f.path))
+        run: list[TableFile] = []
+        size = 0
+        for f in ordered:
+            if f.size_bytes >= target_bytes or size + f.size_bytes > target_bytes:
+                runs.append(run)
+                run, size = [], 0
+            if f.size_bytes < target_bytes:
+                run.append(f)
+                size += f.size_bytes
+        runs.append(run)
+    return [r for r in runs if len(r) >= 2]
+
+
+def pack_small_files(
+    uri: str, stream: str, root: Path, target_bytes: int, now_ms: int
+) -> PackOutcome:
+    """Pack every partition's small files; one commit, fenced by the compaction app id."""
+    snapshot = RewriteSnapshot.open(uri, stream)
+    if snapshot is None:
+        return PackOutcome(0, 0, None)
+    runs = plan_runs(snapshot.files(), target_bytes)
+    if not runs:
+        return PackOutcome(0, 0, None)
+    app = compaction_app_id(stream)
+    run_id = next_run_id(snapshot.transaction_version(app), now_ms)
+    written: list[NewFile] = []
+    try:
+        for run in runs:
+            written.append(_write_run(run, root, run_id))
+        version = snapshot.commit_replace(
+            [f for run in runs for f in run],
+            written,
+            {app: run_id},
+            {COMPACTION_METADATA_KEY: {"operation": "pack", "stream": stream, "run": run_id}},
+            data_change=False,
+        )
+    except LakeError:
+        _discard(root, written)
+        raise
+    except FOREIGN_ERRORS as exc:
+        _discard(root, written)
+        raise LakeError(f"cannot pack the small files of {uri}: {exc}") from exc
+    return PackOutcome(sum(len(r) for r in runs), len(written), version)
+
+
+def _write_run(run: list[TableFile], root: Path, run_id: int) -> NewFile:
+    """Stream the run's rows, in order, into one new file of the partition."""
+    partition = run[0].partition
+    relative = f"{PARTITION_COLUMN}={partition}/{PACKED_PREFIX}{run_id}-{uuid.uuid4().hex}.parquet"
+    path = root / relative
+    with pq.ParquetWriter(path, FILE_SCHEMA, compression="snappy") as writer:
+        for f in run:
+            for batch in pq.ParquetFile(f.location).iter_batches(columns=FILE_SCHEMA.names):
+                writer.write_batch(_conform(batch))
+    stat = os.stat(path)
+    return NewFile(
+        relative,
+        partition,
+        stat.st_size,
+        int(stat.st_mtime * 1000),
+        parquet_stats_json(pq.ParquetFile(path).metadata),
+    )
+
+
+def _conform(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Files written by Spark and by delta-rs differ in nullability and field metadata only."""
+    arrays = [batch.column(name).cast(FILE_SCHEMA.field(name).type) for name in FILE_SCHEMA.names]
+    return pa.RecordBatch.from_arrays(arrays, schema=FILE_SCHEMA)
+
+
+def _discard(root: Path, files: list[NewFile]) -> None:
+    for f in files:
+        (root / f.path).unlink(missing_ok=True)

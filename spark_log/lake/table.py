@@ -1,0 +1,141 @@
+"""A stream's Delta table through delta-rs: the one module that imports deltalake, so every
+deltalake error becomes a typed LakeError here (blocking calls: run them in an executor).
+
+An export is a compare-and-set on the partition's Delta app transaction. The exporter loads a
+snapshot, reads the partition's txn version (the first offset not yet in the lake) and
+commits only if it equals the start of its range; the commit carries the new version. The
+check alone would race, but delta-rs closes the race: a commit is written against the
+snapshot it was prepared on, and if other commits landed since, its conflict checker rejects
+it when any of them carries a txn for the same app id (``CommitFailedError: Concurrent
+transaction failed``) while it lets blind appends of other partitions through. So between the
+check and the commit nobody else can have moved the version unnoticed, and two exporters of
+one partition (an old and a new leader) can never both commit the same range. This relies on
+the store's atomic put-if-absent for ``_delta_log`` entries (local files, HDFS, Azure, GCS;
+S3 with conditional puts or a locking provider configured for delta-rs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import CommitFailedError, DeltaError
+
+from spark_log.errors import LakeError, NotLeaderError
+from spark_log.lake.errors import LakeCommitConflictError
+from spark_log.lake.layout import LAKE_SCHEMA, PARTITION_COLUMN, app_id
+
+# Commits of other partitions that land first only make a commit retry at the next version;
+# with many partitions exporting to one table at once that can take more than delta-rs's
+# default of 15 attempts.
+MAX_COMMIT_RETRIES = 100
+_FOREIGN_ERRORS = (DeltaError, OSError, ValueError, TypeError, pa.ArrowException)
+
+
+class LakeTable:
+    """The Delta table of one stream incarnation (see ``layout.table_uri``)."""
+
+    def __init__(self, uri: str, stream: str) -> None:
+        self.uri = uri
+        self.stream = stream
+
+    def ensure_exists(self) -> None:
+        """Create the table (LAKE_SCHEMA, partitioned by ``partition``) unless it exists.
+
+        Several leaders may try at once: a creator that loses the race finds the table made."""
+        try:
+            if DeltaTable.is_deltatable(self.uri):
+                return
+            DeltaTable.create(
+                self.uri,
+                LAKE_SCHEMA,
+                partition_by=[PARTITION_COLUMN],
+                mode="ignore",
+                name=self.stream,
+                description=f"Liftlog stream {self.stream}",
+            )
+        except CommitFailedError as exc:
+            if not _is_table(self.uri):
+                raise LakeError(f"cannot create the lake table {self.uri}: {exc}") from exc
+        except _FOREIGN_ERRORS as exc:
+            raise LakeError(f"cannot create the lake table {self.uri}: {exc}") from exc
+
+    def snapshot(self) -> LakeSnapshot:
+        """The table's latest version."""
+        try:
+            return LakeSnapshot(DeltaTable(self.uri), self.stream)
+        except _FOREIGN_ERRORS as exc:
+            raise LakeError(f"cannot read the lake table {self.uri}: {exc}") from exc
+
+    def exported_offsets(self, partitions: int) -> dict[int, int | None]:
+        """Each partition's lake offset per the table (None: never exported, or no table)."""
+        if not _is_table(self.uri):
+            return dict.fromkeys(range(partitions))
+        snapshot = self.snapshot()
+        return {p: snapshot.exported_offset(p) for p in range(partitions)}
+
+
+class LakeSnapshot:
+    """One loaded version of the table: read a partition's lake offset, commit against it."""
+
+    def __init__(self, table: DeltaTable, stream: str) -> None:
+        self._table = table
+        self.stream = stream
+
+    @property
+    def version(self) -> int:
+        return self._table.version()
+
+    def exported_offset(self, partition: int) -> int | None:
+        """The partition's app-transaction version: the first offset not in the lake."""
+        try:
+            return self._table.transaction_version(app_id(self.stream, partition))
+        except _FOREIGN_ERRORS as exc:
+            raise LakeError(f"cannot read the lake offset of partition {partition}: {exc}") from exc
+
+    def append(
+        self,
+        data: pa.Table,
+        partition: int,
+        end_offset: int,
+        still_allowed: Callable[[], bool],
+        metadata: Mapping[str, Any],
+    ) -> int:
+        """Append ``data`` and move the partition's txn version to ``end_offset`` in one commit,
+        against this snapshot (whose version the caller checked); return the new table version.
+
+        ``still_allowed`` is asked last, immediately before the write: a deposed leader stops
+        here. A concurrent commit of the same partition since this snapshot fails the commit
+        (LakeCommitConflictError), and the version is read back from the committed snapshot.
+        """
+        if not still_allowed():
+            raise NotLeaderError(f"no longer allowed to export {self.stream}/{partition}")
+        app = app_id(self.stream, partition)
+        properties = CommitProperties(
+            custom_metadata={"liftlog": dict(metadata)},
+            max_commit_retries=MAX_COMMIT_RETRIES,
+            app_transactions=[Transaction(app, end_offset)],
+        )
+        try:
+            write_deltalake(self._table, data, mode="append", commit_properties=properties)
+        except CommitFailedError as exc:
+            raise LakeCommitConflictError(
+                f"commit of {app} up to {end_offset} lost: {exc}"
+            ) from exc
+        except _FOREIGN_ERRORS as exc:
+            raise LakeError(f"cannot commit {app} up to {end_offset}: {exc}") from exc
+        committed = self.exported_offset(partition)
+        if committed != end_offset:
+            raise LakeCommitConflictError(
+                f"after committing {app} up to {end_offset} the table says {committed}"
+            )
+        return self.version
+
+
+def _is_table(uri: str) -> bool:
+    try:
+        return DeltaTable.is_deltatable(uri)
+    except _FOREIGN_ERRORS as exc:
+        raise LakeError(f"cannot reach the lake table {uri}: {exc}") from exc

@@ -1,0 +1,43 @@
+"""One real local Spark session for every data source test (import the ``spark`` fixture).
+
+Starting Spark and its first Python data source lookup cost several seconds, so the session
+is shared by the whole test run. ``local[2,4]``: two worker threads, and a failed task is
+retried up to four times, as on a cluster (the sink's idempotent-retry test needs a retry).
+Workers run this interpreter, so they import the repository's ``pyspark_liftlog``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+
+import pytest
+from pyspark.sql import SparkSession
+
+SPARK_MASTER = "local[2,4]"
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master(SPARK_MASTER)
+        .appName("liftlog-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def liftlog_reader(spark: SparkSession, api_url: str, stream: str, **options: object):
+    """``spark.read.format("liftlog")`` with servers, stream and ``options`` set."""
+    reader = spark.read.format("liftlog").option("servers", api_url).option("stream", stream)
+    for name, value in options.items():
+        reader = reader.option(name, str(value).lower() if isinstance(value, bool) else str(value))
+    return reader.load()
