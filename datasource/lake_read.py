@@ -32,8 +32,9 @@ def read_lake(
     end: int,
     rows: RowFilter | None = None,
     batch_rows: int = DEFAULT_BATCH_ROWS,
+    columns: list[str] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Rows with ``start <= offset < end`` of ``paths`` (SOURCE_COLUMNS).
+    """Rows with ``start <= offset < end`` of ``paths`` (``columns``, default SOURCE_COLUMNS).
 
     Row groups are chosen by their offset (and timestamp) statistics: those outside the range
     are never read, those wholly inside are passed on as decoded (no filter, no copy), and only
@@ -42,7 +43,7 @@ def read_lake(
     """
     for path in paths:
         try:
-            yield from _read_file(path, start, end, rows, batch_rows)
+            yield from _read_file(path, start, end, rows, batch_rows, columns)
         except FileNotFoundError as exc:
             raise LakeReadError(
                 f"lake file {path} is gone ({exc}); a compaction and vacuum replaced it since "
@@ -53,7 +54,12 @@ def read_lake(
 
 
 def _read_file(
-    path: str, start: int, end: int, rows: RowFilter | None, batch_rows: int
+    path: str,
+    start: int,
+    end: int,
+    rows: RowFilter | None,
+    batch_rows: int,
+    columns: list[str] | None,
 ) -> Iterator[pa.RecordBatch]:
     parquet = pq.ParquetFile(_open(path))
     whole, cut = _row_groups(parquet.metadata, start, end, rows)
@@ -61,7 +67,7 @@ def _read_file(
         if not groups:
             continue
         batches = parquet.iter_batches(
-            batch_size=batch_rows, row_groups=groups, columns=list(SOURCE_COLUMNS)
+            batch_size=batch_rows, row_groups=groups, columns=columns or list(SOURCE_COLUMNS)
         )
         for batch in batches:
             if bounded:

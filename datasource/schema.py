@@ -28,6 +28,13 @@ HEADERS_SPARK_TYPE = ArrayType(
 )
 SOURCE_COLUMNS = ("offset", "timestamp", "key", "value", "headers", "subject")
 """What the lake files and the REST Arrow fetch both carry (stream and partition are implied)."""
+
+
+def source_columns(include_headers: bool) -> list[str]:
+    """The source columns a read needs (a lake read skips decoding unwanted headers)."""
+    return [c for c in SOURCE_COLUMNS if include_headers or c != "headers"]
+
+
 TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
 
 

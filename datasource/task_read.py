@@ -16,7 +16,7 @@ import pyarrow as pa
 from datasource.errors import DataLossError
 from datasource.lake_read import DEFAULT_BATCH_ROWS, read_lake
 from datasource.lake_view import load_lake_view
-from datasource.schema import SOURCE_COLUMNS, to_output_batch
+from datasource.schema import SOURCE_COLUMNS, source_columns, to_output_batch
 from datasource.stream_view import describe
 from datasource.tail_fetch import TailFetcher
 from datasource.tasks import LAKE, ReadSettings, ReadTask
@@ -28,7 +28,8 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
     """The output batches of ``task`` (empty batches are never yielded)."""
     settings = task.settings
     if task.source == LAKE:
-        source = read_lake(task.files, task.start, task.end, settings.rows)
+        columns = source_columns(settings.include_headers)
+        source = read_lake(task.files, task.start, task.end, settings.rows, columns=columns)
     else:
         source = _rebatch(_tail_rows(settings, task), DEFAULT_BATCH_ROWS)
     for rows in source:

@@ -1,16 +1,16 @@
 """One real local Spark session for every data source test (import the ``spark`` fixture).
 
 Starting Spark and its first Python data source lookup cost several seconds, so the session
-is shared by the whole test run. ``local[2,4]``: two worker threads, and a failed task is
-retried up to four times, as on a cluster (the sink's idempotent-retry test needs a retry).
-Workers run this interpreter, so they import the repository's ``pyspark_liftlog``.
+is shared by the whole test run (and by any other module's fixture that uses getOrCreate).
+``local[2,4]``: two worker threads, and a failed task is retried up to four times, as on a
+cluster (the sink's idempotent-retry test needs a retry). Workers run this interpreter, so
+they import the repository's ``pyspark_liftlog``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
 
 import pytest
 from pyspark.sql import SparkSession
@@ -18,9 +18,7 @@ from pyspark.sql import SparkSession
 SPARK_MASTER = "local[2,4]"
 
 
-@pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+def _session() -> SparkSession:
     session = (
         SparkSession.builder.master(SPARK_MASTER)
         .appName("liftlog-tests")
@@ -31,8 +29,27 @@ def spark() -> Iterator[SparkSession]:
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    return session
+
+
+_cleanup_registered: list[bool] = []
+
+
+@pytest.fixture
+def spark(request: pytest.FixtureRequest) -> SparkSession:
+    """The running session: started on first use, and started again if another module's
+    fixture stopped it (getOrCreate replaces a stopped session); stopped when the run ends."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    if not _cleanup_registered:
+        request.config.add_cleanup(_stop_active)
+        _cleanup_registered.append(True)
+    return _session()
+
+
+def _stop_active() -> None:
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
 
 
 def liftlog_reader(spark: SparkSession, api_url: str, stream: str, **options: object):
