@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST := $(PY) -m pytest
 
-.PHONY: demo test fault bench bench-spark bench-compact lint format clean-venv check-java
+.PHONY: demo test fault bench bench-spark bench-compact bench-latency lint format clean-venv check-java
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory check-java
@@ -41,6 +41,10 @@ bench-spark: $(STAMP)
 	PYTHONPATH=. $(PY) bench/spark_read.py --json bench/results-spark-read.json
 
 # Key compaction (a Spark job) beside plain Spark latest-per-key aggregations of the same files.
+# Freshness: publish -> visible in a 1 s micro-batch, ack -> visible in the Delta table.
+bench-latency: $(STAMP)
+	PYTHONPATH=. $(PY) bench/stream_latency.py --json bench/results-latency.json
+
 bench-compact: $(STAMP)
 	$(PY) -m datasource.compaction.bench --rows 2000000 --rounds 3 --json bench/compaction-latest.json
 

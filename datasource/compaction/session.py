@@ -6,12 +6,10 @@ running; one built here is stopped when the command ends.
 
 from __future__ import annotations
 
-import os
-import sys
-
 from pyspark.sql import SparkSession
 
 from datasource.compaction.job import spark_settings
+from datasource.local_spark import local_session
 
 APP_NAME = "liftlog-compact"
 SHUFFLE_PARTITIONS = 8
@@ -24,17 +22,5 @@ def get_or_build_session(master: str) -> tuple[SparkSession, bool]:
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(APP_NAME)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
-        .config("spark.sql.session.timeZone", "UTC")
-    )
-    for key, value in spark_settings().items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    session = local_session(APP_NAME, master, SHUFFLE_PARTITIONS, spark_settings())
     return session, True

@@ -15,21 +15,13 @@ import sys
 import pytest
 from pyspark.sql import SparkSession
 
+from datasource.local_spark import local_session
+
 SPARK_MASTER = "local[2,4]"
 
 
 def _session() -> SparkSession:
-    session = (
-        SparkSession.builder.master(SPARK_MASTER)
-        .appName("liftlog-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    return session
+    return local_session("liftlog-tests", SPARK_MASTER)
 
 
 _cleanup_registered: list[bool] = []
