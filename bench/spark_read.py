@@ -8,10 +8,11 @@ Run from the repository root (``make bench-spark`` does this)::
 
 It starts a one-node stack whose lake exports only on flush, fills a stream with N records of
 100 random bytes, flushes it into the Delta table, and times one full-row aggregation (every
-column is decoded: a Python source cannot prune columns in Spark 4.3) over the stream through
-the liftlog source and over the snapshot's Parquet files through ``spark.read.parquet``, best
-of ``--rounds`` after a warm-up. A second, unflushed stream measures the tail path (REST
-fetches from the leader). Nothing is asserted: the figures are printed and saved.
+column is decoded: a Python source cannot prune columns in Spark 4.3) through the liftlog
+source and through ``spark.read.parquet`` over the snapshot's files. Each round times both
+sides, alternately, twice: a ``query`` on a fresh DataFrame (planning included) and a ``scan``
+re-running a planned one; the best round counts. A second, unflushed stream measures the tail
+path (REST fetches from the leader). Nothing is asserted: figures are printed and saved.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ import os
 import sys
 import tempfile
 import time
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from bench.spark_cpu import tree_cpu_seconds
 from bench.spark_read_data import fill
 from datasource.lake_view import load_lake_view
 from spark_log.bench.machine import describe_machine
@@ -115,14 +118,14 @@ def _run(args: argparse.Namespace, api: str) -> dict[str, Any]:
             "liftlog (lake)": lambda: _liftlog_df(spark, api, lake_stream),
             "native Parquet": lambda: _native_df(spark, uri, files),
         }
-        timed = _time_interleaved(sides, args.rounds)
+        timed = _time_interleaved(spark, sides, args.rounds)
         liftlog, native = timed["liftlog (lake)"], timed["native Parquet"]
         tail_side = {"liftlog (tail)": lambda: _liftlog_df(spark, api, tail_stream)}
-        tail = _time_interleaved(tail_side, args.rounds)["liftlog (tail)"]
+        tail = _time_interleaved(spark, tail_side, args.rounds)["liftlog (tail)"]
     finally:
         spark.stop()
     return {
-        "machine": describe_machine("embedded"),
+        "machine": _machine(),
         "load_average": {"start": load_start, "end": os.getloadavg()},
         "records": args.records,
         "value_bytes": VALUE_BYTES,
@@ -134,26 +137,33 @@ def _run(args: argparse.Namespace, api: str) -> dict[str, Any]:
         "native_parquet": _figures(native, args.records),
         "scan_ratio_vs_native": round(min(native["scan"]) / min(liftlog["scan"]), 3),
         "query_ratio_vs_native": round(min(native["query"]) / min(liftlog["query"]), 3),
+        "scan_cpu_ratio_vs_native": round(min(native["scan_cpu"]) / min(liftlog["scan_cpu"]), 3),
         "target_ratio": TARGET_RATIO,
         "tail_records": args.tail_records,
         "liftlog_tail": _figures(tail, args.tail_records),
     }
 
 
-def _spark() -> Any:
-    from pyspark.sql import SparkSession
+def _machine() -> dict[str, Any]:
+    """The machine, with the versions that matter here (Spark, pyarrow, deltalake)."""
+    import pyspark
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("liftlog-spark-read-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "4g")
-        .getOrCreate()
+    machine = describe_machine("n/a")
+    machine["pyspark"] = pyspark.__version__
+    machine["deltalake"] = metadata.version("deltalake")
+    machine["summary"] = (
+        f"{machine['cpus']} CPUs, {machine['cpu_model'] or 'unknown CPU'}, "
+        f"{machine['memory_mib'] // 1024} GiB RAM, Python {machine['python']}, "
+        f"pyspark {machine['pyspark']}, pyarrow {machine['pyarrow']}, "
+        f"deltalake {machine['deltalake']}"
     )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return machine
+
+
+def _spark() -> Any:
+    from datasource.local_spark import local_session
+
+    return local_session("liftlog-spark-read-bench", extra={"spark.driver.memory": "4g"})
 
 
 def _liftlog_df(spark: Any, api: str, stream: str) -> Any:
@@ -168,29 +178,33 @@ def _aggregate(df: Any) -> dict[str, Any]:
     return df.selectExpr(*AGGREGATES.split(", ")).first().asDict()
 
 
-def _time_interleaved(sides: dict[str, Any], rounds: int) -> dict[str, dict[str, list[float]]]:
+def _time_interleaved(
+    spark: Any, sides: dict[str, Any], rounds: int
+) -> dict[str, dict[str, list[float]]]:
     """Per round and side, a ``query`` on a fresh DataFrame (planning included: for liftlog one
     describe, one Delta snapshot and Spark's Python planner workers) and a ``scan`` re-running an
-    already planned DataFrame (what the read itself costs). Sides alternate within a round, so
-    load from elsewhere on the machine hits both alike; one warm-up each first."""
+    already planned DataFrame (what the read itself costs), each in wall seconds and in CPU
+    seconds of Spark's JVM and Python workers. Sides alternate within a round, so load from
+    elsewhere on the machine hits both alike; one warm-up each first."""
+    jvm = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
     planned = {}
     for label, make_df in sides.items():
         planned[label] = make_df()
         print(f"  {label}: warm-up {_aggregate(planned[label])}", flush=True)
-    figures: dict[str, dict[str, list[float]]] = {
-        label: {"query": [], "scan": []} for label in sides
-    }
+    kinds = ("query", "scan", "query_cpu", "scan_cpu")
+    figures = {label: {kind: [] for kind in kinds} for label in sides}
     for i in range(rounds):
         for label, make_df in sides.items():
-            started = time.perf_counter()
-            _aggregate(make_df())
-            figures[label]["query"].append(time.perf_counter() - started)
-            started = time.perf_counter()
-            _aggregate(planned[label])
-            figures[label]["scan"].append(time.perf_counter() - started)
+            for kind, df_of in (("query", make_df), ("scan", lambda label=label: planned[label])):
+                cpu, started = tree_cpu_seconds(jvm), time.perf_counter()
+                _aggregate(df_of())
+                figures[label][kind].append(time.perf_counter() - started)
+                figures[label][f"{kind}_cpu"].append(tree_cpu_seconds(jvm) - cpu)
+            f = figures[label]
             print(
-                f"  {label}: round {i + 1}: query {figures[label]['query'][-1]:.2f}s, "
-                f"scan {figures[label]['scan'][-1]:.2f}s",
+                f"  {label}: round {i + 1}: query {f['query'][-1]:.2f}s "
+                f"(cpu {f['query_cpu'][-1]:.2f}s), scan {f['scan'][-1]:.2f}s "
+                f"(cpu {f['scan_cpu'][-1]:.2f}s)",
                 flush=True,
             )
     return figures
@@ -200,10 +214,11 @@ def _figures(seconds: dict[str, list[float]], records: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kind, values in seconds.items():
         best = min(values)
+        unit = "rows_per_cpu_s" if kind.endswith("_cpu") else "rows_per_s"
         out[kind] = {
             "seconds": [round(s, 3) for s in values],
             "best_seconds": round(best, 3),
-            "rows_per_s": round(records / best),
+            unit: round(records / best) if best > 0 else None,
         }
     return out
 
@@ -215,17 +230,22 @@ def _print(result: dict[str, Any]) -> None:
         f"{result['partitions']} partitions, {result['spark_master']} "
         f"({result['machine']['summary']})"
     )
-    print(f"  {'':<48} {'scan rows/s':>14} {'query rows/s':>14}")
+    print(f"  {'':<48} {'scan rows/s':>12} {'query rows/s':>13} {'scan rows/CPU-s':>16}")
     rows = [
         ("liftlog source, lake", result["liftlog_lake"]),
         ("native Parquet scan, same files", result["native_parquet"]),
         (f"liftlog source, tail only ({result['tail_records']:,} records)", result["liftlog_tail"]),
     ]
     for label, fig in rows:
-        print(f"  {label:<48} {fig['scan']['rows_per_s']:>14,} {fig['query']['rows_per_s']:>14,}")
+        print(
+            f"  {label:<48} {fig['scan']['rows_per_s']:>12,} {fig['query']['rows_per_s']:>13,} "
+            f"{fig['scan_cpu']['rows_per_cpu_s']:>16,}"
+        )
     print(
         f"  liftlog / native: scan {result['scan_ratio_vs_native']:.2f}x, "
-        f"query {result['query_ratio_vs_native']:.2f}x (target >= {TARGET_RATIO}x)"
+        f"query {result['query_ratio_vs_native']:.2f}x, "
+        f"scan per CPU second {result['scan_cpu_ratio_vs_native']:.2f}x "
+        f"(target >= {TARGET_RATIO}x)"
     )
 
 

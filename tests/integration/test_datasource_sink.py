@@ -70,7 +70,7 @@ def _fail_first_attempt(api: str, stream: str, at_row: int, published: int):
     """A UDF that fails task 0's first attempt at ``at_row``, once the stream shows that the
     writer has published ``published`` of the rows before it (so the retry re-sends them)."""
 
-    def passthrough(value: bytes) -> bytes:
+    def passthrough(value):  # no hints: Spark would try to infer a pandas UDF from them
         context = TaskContext.get()
         first_attempt = context.partitionId() == 0 and context.attemptNumber() == 0
         if first_attempt and int(value.decode().split(":")[1]) >= at_row:
