@@ -16,13 +16,13 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self
 
 from nats.js import JetStreamContext
 
 from spark_log.bench.errors import BenchError
 from spark_log.bench.jetstream import create_js_stream
+from spark_log.embedded.lifecycle import StartStop
 from spark_log.embedded.nats import DEFAULT_NATS_HOST, NatsServer
 from spark_log.embedded.process import DEFAULT_STOP_TIMEOUT_S, free_port
 from spark_log.errors import LiftlogError
@@ -65,7 +65,7 @@ class ClusterNatsServer(NatsServer):
         ]
 
 
-class JetStreamCluster:
+class JetStreamCluster(StartStop):
     """Three clustered JetStream servers; a context manager that starts and stops them all."""
 
     def __init__(self, data_dir: Path, size: int = CLUSTER_SIZE) -> None:
@@ -109,17 +109,6 @@ class JetStreamCluster:
     def pids(self) -> dict[str, int]:
         """``{server name: pid}``, for the CPU meter."""
         return {s.server_name: s.pid for s in self.servers}
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def wait_for_meta_leader(

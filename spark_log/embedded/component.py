@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from types import TracebackType
 from typing import Self
 
+from spark_log.embedded.lifecycle import StartStop
 from spark_log.embedded.process import DEFAULT_STOP_TIMEOUT_S, ChildProcess
 from spark_log.errors import LiftlogError, ProcessStartError
 
 
-class Component(ABC):
+class Component(StartStop, ABC):
     """A restartable component; each ``start`` runs a fresh ChildProcess on the same files."""
 
     name: str
@@ -101,14 +101,3 @@ class Component(ABC):
 
     def is_running(self) -> bool:
         return self._process is not None and self._process.is_running()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -20,11 +20,12 @@ import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import Any, Self
 
 from spark_log.config import LAKE_DIR_NAME, LakeConfig, NodeConfig
 from spark_log.embedded.component import Component
+from spark_log.embedded.lifecycle import StartStop
 from spark_log.embedded.nats import DEFAULT_NATS_HOST, NatsServer
 from spark_log.embedded.node import NodeProcess
 from spark_log.embedded.ports import free_port_block
@@ -41,7 +42,7 @@ DEFAULT_STANDALONE_API_PORT = 9644
 RUN_FOREVER_POLL_INTERVAL_S = 1.0
 
 
-class Standalone:
+class Standalone(StartStop):
     """The embedded deployment; a context manager that starts on enter and stops on exit."""
 
     def __init__(
@@ -192,17 +193,6 @@ class Standalone:
                 if not node.is_running() and node.name not in reported:
                     reported.add(node.name)
                     print(f"{node.name} exited; see {node.log_path}", file=sys.stderr)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def _start_together(components: Sequence[Component]) -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from spark_log.log.batch import HEADERS_TYPE, decode_records, iter_batches
+from spark_log.log.batch import HEADERS_TYPE
+from spark_log.log.records import rows_in_range
 
 FETCH_SCHEMA = pa.schema(
     [
@@ -41,21 +42,14 @@ def table_from_batches(
     before ``start_offset`` and the last may reach past the HW (the same contract as
     ``records_from_batches``, so both fetch forms return exactly the same records).
     """
-    pieces: list[pa.RecordBatch] = []
-    taken = 0
     if start_offset >= end_offset:
         return FETCH_SCHEMA.empty_table()
-    for header, view in iter_batches(data, verify=verify):
-        room = max_records - taken
-        if room <= 0 or header.base_offset >= end_offset:
-            break
-        if header.next_offset <= start_offset:
-            continue
-        lo = max(start_offset - header.base_offset, 0)
-        hi = min(end_offset - header.base_offset, header.record_count, lo + room)
-        rows = decode_records(view).slice(lo, hi - lo)
-        pieces.append(with_offsets(rows, header.base_offset + lo))
-        taken += hi - lo
+    pieces = [
+        with_offsets(rows, first_offset)
+        for first_offset, rows in rows_in_range(
+            data, start_offset, end_offset, max_records, verify=verify
+        )
+    ]
     return pa.Table.from_batches(pieces, schema=FETCH_SCHEMA)
 
 

@@ -6,6 +6,7 @@ with ``to_pylist`` is several times faster than touching Arrow scalars row by ro
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -41,17 +42,34 @@ def records_from_batches(
     before ``start_offset`` (reads return whole batches) and the last may reach past the HW.
     """
     out: list[Record] = []
+    for first_offset, rows in rows_in_range(
+        data, start_offset, end_offset, max_records, verify=verify
+    ):
+        out.extend(records_of(rows, first_offset))
+    return out
+
+
+def rows_in_range(
+    data: bytes | bytearray | memoryview,
+    start_offset: int,
+    end_offset: int,
+    max_records: int,
+    *,
+    verify: bool = True,
+) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """(offset of the first row, stored rows) for each batch slice inside the range, at most
+    ``max_records`` rows in all: the one walk every fetch form (Records, Arrow) shares."""
+    taken = 0
     for header, view in iter_batches(data, verify=verify):
-        room = max_records - len(out)
+        room = max_records - taken
         if room <= 0 or header.base_offset >= end_offset:
             break
         if header.next_offset <= start_offset:
             continue
         lo = max(start_offset - header.base_offset, 0)
         hi = min(end_offset - header.base_offset, header.record_count, lo + room)
-        rows = decode_records(view).slice(lo, hi - lo)
-        out.extend(records_of(rows, header.base_offset + lo))
-    return out
+        yield header.base_offset + lo, decode_records(view).slice(lo, hi - lo)
+        taken += hi - lo
 
 
 def records_of(rows: pa.RecordBatch, first_offset: int) -> list[Record]:

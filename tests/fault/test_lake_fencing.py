@@ -80,6 +80,7 @@ class BatchLoad:
         self.client, self.stream = client, stream
         self.acked: dict[int, list[str]] = {}
         self.stop = asyncio.Event()
+        self.progress = asyncio.Event()
         self.tasks = [asyncio.create_task(self._run(w)) for w in range(PUBLISHERS)]
 
     async def _run(self, worker: int) -> None:
@@ -93,11 +94,13 @@ class BatchLoad:
                 continue
             if ack is not None:
                 self.acked[ack.offset] = values
+                self.progress.set()
 
     async def wait_acked(self, batches: int, timeout_s: float) -> None:
         async with asyncio.timeout(timeout_s):
             while len(self.acked) < batches:
-                await asyncio.sleep(0.05)
+                self.progress.clear()
+                await self.progress.wait()
 
     async def finish(self) -> None:
         self.stop.set()

@@ -29,7 +29,7 @@ class SwallowingReplicas:
     async def reconcile(self) -> None:
         self.reconciles += 1
         self.started.set()
-        inner = asyncio.ensure_future(asyncio.sleep(0.2))
+        inner = asyncio.ensure_future(asyncio.Event().wait())  # a fetch waiting on a leader
         with contextlib.suppress(asyncio.CancelledError):
             await inner
 
