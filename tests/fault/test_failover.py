@@ -12,6 +12,7 @@ import pytest
 
 from spark_log.client import Client
 from spark_log.errors import LiftlogError, NotEnoughReplicasError
+from tests.fault.acked_load import AckedLoad
 from tests.integration.conftest import create_stream
 from tests.waiting import wait_for
 
@@ -30,8 +31,12 @@ def _all_records(node, stream: str) -> list[dict]:
         while True:
             body = api.get(
                 f"/v1/streams/{stream}/partitions/0/records",
-                params={"offset": offset, "max_records": 10000, "encoding": "utf-8",
-                        "from_follower": "true"},
+                params={
+                    "offset": offset,
+                    "max_records": 10000,
+                    "encoding": "utf-8",
+                    "from_follower": "true",
+                },
             ).json()
             if not body["records"]:
                 return records
@@ -39,16 +44,12 @@ def _all_records(node, stream: str) -> list[dict]:
             offset = body["next_offset"]
 
 
-class Load:
+class Load(AckedLoad):
     """acks=all publishers that record every acknowledged (value, offset)."""
 
     def __init__(self, client: Client, stream: str) -> None:
-        self.client, self.stream = client, stream
-        self.acked: dict[str, int] = {}
         self.ack_times: list[float] = []
-        self.stop = asyncio.Event()
-        self.progress = asyncio.Event()
-        self.tasks = [asyncio.create_task(self._run(w)) for w in range(PUBLISHERS)]
+        super().__init__(client, stream, PUBLISHERS)
 
     async def _run(self, worker: int) -> None:
         seq = 0
@@ -59,19 +60,8 @@ class Load:
                 ack = await self.client.publish(self.stream, value, timeout_s=2)
             except LiftlogError:
                 continue
-            self.acked[value] = ack.offset
             self.ack_times.append(time.monotonic())
-            self.progress.set()
-
-    async def wait_acked(self, count: int, timeout_s: float) -> None:
-        async with asyncio.timeout(timeout_s):
-            while len(self.acked) < count:
-                self.progress.clear()
-                await self.progress.wait()
-
-    async def finish(self) -> None:
-        self.stop.set()
-        await asyncio.gather(*self.tasks)
+            self._record(value, ack.offset)
 
 
 async def _kill_leader_round(nodes, stream: str, load: Load) -> float:
@@ -94,16 +84,22 @@ async def _kill_leader_round(nodes, stream: str, load: Load) -> float:
     await load.wait_acked(len(load.acked) + ACKED_PER_ROUND, 60)
     first_ack = min(t for t in load.ack_times if t > killed_at)
     leader.start()  # the old leader returns as a follower and truncates by epoch
-    wait_for(lambda: sorted(_describe(survivors[0], stream)["isr"]) == [1, 2, 3], 60,
-             message="the old leader rejoins the ISR")
+    wait_for(
+        lambda: sorted(_describe(survivors[0], stream)["isr"]) == [1, 2, 3],
+        60,
+        message="the old leader rejoins the ISR",
+    )
     return first_ack - killed_at
 
 
 async def _check_no_acked_loss(nodes, stream: str, acked: dict[str, int]) -> None:
     hw = _describe(nodes[0], stream)["high_watermark"]
     for node in nodes:
-        wait_for(lambda node=node: len(_all_records(node, stream)) >= hw, 30,
-                 message=f"broker {node.broker_id} caught up to the HW")
+        wait_for(
+            lambda node=node: len(_all_records(node, stream)) >= hw,
+            30,
+            message=f"broker {node.broker_id} caught up to the HW",
+        )
     logs = [[(r["offset"], r["value"]) for r in _all_records(n, stream)][:hw] for n in nodes]
     assert logs[0] == logs[1] == logs[2], "replicas differ below the HW"
     by_value = dict((v, o) for o, v in logs[0])
@@ -150,15 +146,21 @@ async def test_min_isr_refuses_acks_all_and_holds_the_hw(make_node, stream_name)
         ok = await client.publish(stream_name, b"both-up")
         assert ok.offset == 0
         follower.kill()
-        wait_for(lambda: _describe(leader, stream_name)["isr"] == [leader_id], 30,
-                 message="the dead follower leaves the ISR")
+        wait_for(
+            lambda: _describe(leader, stream_name)["isr"] == [leader_id],
+            30,
+            message="the dead follower leaves the ISR",
+        )
         with pytest.raises(NotEnoughReplicasError):
             await client.publish(stream_name, b"refused")
         leader_ack = await client.publish(stream_name, b"leader-only", ack_policy="leader")
         assert _describe(leader, stream_name)["high_watermark"] == 1  # HW held
         follower.start()
-        wait_for(lambda: sorted(_describe(leader, stream_name)["isr"]) == [1, 2], 30,
-                 message="the follower rejoins")
+        wait_for(
+            lambda: sorted(_describe(leader, stream_name)["isr"]) == [1, 2],
+            30,
+            message="the follower rejoins",
+        )
         again = await client.publish(stream_name, b"both-up-again")
     assert again.offset > leader_ack.offset
 
@@ -213,8 +215,11 @@ async def test_sigstopped_leader_acknowledges_nothing_after_being_deposed(
     try:
         await nc.request(subject, b"before", timeout=10)
         old.pause()  # SIGSTOP past the session timeout: ZooKeeper expires it
-        wait_for(lambda: _describe(other, stream_name)["leader"] not in (old_id, -1), 40,
-                 message="a new leader while the old one is stopped")
+        wait_for(
+            lambda: _describe(other, stream_name)["leader"] not in (old_id, -1),
+            40,
+            message="a new leader while the old one is stopped",
+        )
         old.resume()  # SIGCONT: a zombie that still holds its NATS subscription
         async with Client(other.api_url, ack_timeout_s=2) as client:
             await _publish_until_acked(client, stream_name, b"probe", 30)
@@ -267,28 +272,56 @@ def test_offline_partition_needs_explicit_unclean_election(make_node, stream_nam
     url = f"/v1/streams/{stream_name}/partitions/0/records"
     with httpx.Client(base_url=leader.api_url, timeout=30) as api:
         api.post(url, json={"records": [{"value": "kept"}]}, params={"encoding": "utf-8"})
-        wait_for(lambda: _describe(leader, stream_name)["replica_log_end_offsets"].get(
-            str(follower.broker_id)) == 1, 20, message="the follower has the first record")
+        wait_for(
+            lambda: (
+                _describe(leader, stream_name)["replica_log_end_offsets"].get(
+                    str(follower.broker_id)
+                )
+                == 1
+            ),
+            20,
+            message="the follower has the first record",
+        )
         follower.kill()
-        wait_for(lambda: _describe(leader, stream_name)["isr"] == [leader_id], 30,
-                 message="the dead follower leaves the ISR")
+        wait_for(
+            lambda: _describe(leader, stream_name)["isr"] == [leader_id],
+            30,
+            message="the dead follower leaves the ISR",
+        )
         for i in range(3):
-            api.post(url, json={"records": [{"value": f"only-on-leader-{i}"}]},
-                     params={"encoding": "utf-8"})
+            api.post(
+                url,
+                json={"records": [{"value": f"only-on-leader-{i}"}]},
+                params={"encoding": "utf-8"},
+            )
     leader.kill()
     follower.start()
-    wait_for(lambda: _describe(follower, stream_name)["offline"], 30,
-             message="no live in-sync replica: offline, not silently elected")
+    wait_for(
+        lambda: _describe(follower, stream_name)["offline"],
+        30,
+        message="no live in-sync replica: offline, not silently elected",
+    )
     state = _describe(follower, stream_name)
     assert state["leader"] == -1
-    cli = [sys.executable, "-m", "spark_log.cli", "stream", "elect-unclean", stream_name,
-           "--partition", "0", "--server", follower.api_url]
+    cli = [
+        sys.executable,
+        "-m",
+        "spark_log.cli",
+        "stream",
+        "elect-unclean",
+        stream_name,
+        "--partition",
+        "0",
+        "--server",
+        follower.api_url,
+    ]
     dry = subprocess.run(cli, capture_output=True, text=True, timeout=60, check=False)
     assert dry.returncode == 0, dry.stderr
     assert "offsets known to be lost" in dry.stdout and "dry run" in dry.stdout
     assert _describe(follower, stream_name)["leader"] == -1  # the dry run changed nothing
-    done = subprocess.run([*cli, "--confirm"], capture_output=True, text=True, timeout=60,
-                          check=False)
+    done = subprocess.run(
+        [*cli, "--confirm"], capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert f"elected broker {follower.broker_id}" in done.stdout
     wait_for(lambda: _describe(follower, stream_name)["leader"] == follower.broker_id, 30)
@@ -315,16 +348,21 @@ def test_returning_replica_truncates_its_divergent_tail(make_node, stream_name):
     url = f"/v1/streams/{stream_name}/partitions/0/records"
     with httpx.Client(base_url=old.api_url, timeout=30) as api:
         for i in range(3):
-            api.post(url, json={"records": [{"value": f"committed-{i}"}]},
-                     params={"encoding": "utf-8"})
+            api.post(
+                url, json={"records": [{"value": f"committed-{i}"}]}, params={"encoding": "utf-8"}
+            )
         for f in followers:
             f.pause()  # the followers stop fetching (briefly: their sessions stay alive)
         try:
             # no follower fetch may still be waiting at the leader: it would carry the tail
-            wait_for(lambda: _replica_fetches_in_flight(api) == 0, 3,
-                     message="the paused followers' last fetches were answered")
+            wait_for(
+                lambda: _replica_fetches_in_flight(api) == 0,
+                3,
+                message="the paused followers' last fetches were answered",
+            )
             divergent = api.post(  # acked by the leader alone, never replicated
-                url, json={"records": [{"value": f"divergent-{i}"} for i in range(4)]},
+                url,
+                json={"records": [{"value": f"divergent-{i}"} for i in range(4)]},
                 params={"encoding": "utf-8", "ack_policy": "leader"},
             )
             assert divergent.status_code == 200
@@ -332,18 +370,25 @@ def test_returning_replica_truncates_its_divergent_tail(make_node, stream_name):
         finally:
             for f in followers:
                 f.resume()
-    wait_for(lambda: _describe(followers[0], stream_name)["leader"] not in (old_id, -1), 30,
-             message="a new leader from the ISR")
+    wait_for(
+        lambda: _describe(followers[0], stream_name)["leader"] not in (old_id, -1),
+        30,
+        message="a new leader from the ISR",
+    )
     new_id = _describe(followers[0], stream_name)["leader"]
     new = next(n for n in nodes if n.broker_id == new_id)
     with httpx.Client(base_url=new.api_url, timeout=30) as api:
         for i in range(2):
-            resp = api.post(url, json={"records": [{"value": f"new-{i}"}]},
-                            params={"encoding": "utf-8"})
+            resp = api.post(
+                url, json={"records": [{"value": f"new-{i}"}]}, params={"encoding": "utf-8"}
+            )
             assert resp.status_code == 200, resp.text
     old.start()  # returns as a follower: truncates by leader epoch, then fetches
-    wait_for(lambda: sorted(_describe(new, stream_name)["isr"]) == [1, 2, 3], 60,
-             message="the old leader rejoins the ISR")
+    wait_for(
+        lambda: sorted(_describe(new, stream_name)["isr"]) == [1, 2, 3],
+        60,
+        message="the old leader rejoins the ISR",
+    )
     logs = [[r["value"] for r in _all_records(n, stream_name)] for n in nodes]
     expected = ["committed-0", "committed-1", "committed-2", "new-0", "new-1"]
     assert logs[0] == logs[1] == logs[2] == expected
@@ -362,16 +407,22 @@ def test_follower_with_wiped_log_catches_up_and_rejoins(make_node, stream_name):
     victim = next(n for n in nodes if n is not leader)
     url = f"/v1/streams/{stream_name}/partitions/0/records"
     with httpx.Client(base_url=leader.api_url, timeout=30) as api:
-        api.post(url, json={"records": [{"value": f"r{i}"} for i in range(100)]},
-                 params={"encoding": "utf-8"})
+        api.post(
+            url,
+            json={"records": [{"value": f"r{i}"} for i in range(100)]},
+            params={"encoding": "utf-8"},
+        )
     victim.stop()
     for stream_dir in (Path(victim.config.data_dir) / "streams").glob(f"{stream_name}@*"):
         shutil.rmtree(stream_dir)  # the disk was replaced
     with httpx.Client(base_url=leader.api_url, timeout=30) as api:
         api.post(url, json={"records": [{"value": "while-away"}]}, params={"encoding": "utf-8"})
     victim.start()
-    wait_for(lambda: sorted(_describe(leader, stream_name)["isr"]) == [1, 2, 3], 60,
-             message="the wiped follower caught up and rejoined the ISR")
+    wait_for(
+        lambda: sorted(_describe(leader, stream_name)["isr"]) == [1, 2, 3],
+        60,
+        message="the wiped follower caught up and rejoined the ISR",
+    )
     values = [r["value"] for r in _all_records(victim, stream_name)]
     assert values == [f"r{i}" for i in range(100)] + ["while-away"]
 
@@ -403,11 +454,15 @@ async def test_controller_failover_during_leader_failover(make_node, stream_name
             leader = _describe(survivor, name)["leader"]
             return new_controller not in (None, controller) and leader not in (controller, -1)
 
-        await asyncio.to_thread(wait_for, failed_over, 40,
-                                message="a new controller elected a new leader")
+        await asyncio.to_thread(
+            wait_for, failed_over, 40, message="a new controller elected a new leader"
+        )
         await load.wait_acked(len(load.acked) + 200, 60)
         await load.finish()
     victim.start()
-    wait_for(lambda: sorted(_describe(survivor, name)["isr"]) == [1, 2, 3], 60,
-             message="the old controller rejoins as a follower")
+    wait_for(
+        lambda: sorted(_describe(survivor, name)["isr"]) == [1, 2, 3],
+        60,
+        message="the old controller rejoins as a follower",
+    )
     await _check_no_acked_loss(nodes, name, load.acked)

@@ -19,6 +19,7 @@ from deltalake import DeltaTable
 from spark_log.client import Client
 from spark_log.config import LakeConfig
 from spark_log.errors import LiftlogError
+from tests.fault.acked_load import AckedLoad
 from tests.integration.conftest import create_stream
 from tests.waiting import wait_for
 
@@ -73,15 +74,11 @@ def _check_lake_matches_log(uri: str, values: list[str]) -> None:
         assert start == end, f"commits do not chain: {spans}"
 
 
-class BatchLoad:
+class BatchLoad(AckedLoad):
     """acks=all producer batches from a few publishers, every acked batch recorded."""
 
     def __init__(self, client: Client, stream: str) -> None:
-        self.client, self.stream = client, stream
-        self.acked: dict[int, list[str]] = {}
-        self.stop = asyncio.Event()
-        self.progress = asyncio.Event()
-        self.tasks = [asyncio.create_task(self._run(w)) for w in range(PUBLISHERS)]
+        super().__init__(client, stream, PUBLISHERS)
 
     async def _run(self, worker: int) -> None:
         seq = 0
@@ -93,18 +90,7 @@ class BatchLoad:
             except LiftlogError:
                 continue
             if ack is not None:
-                self.acked[ack.offset] = values
-                self.progress.set()
-
-    async def wait_acked(self, batches: int, timeout_s: float) -> None:
-        async with asyncio.timeout(timeout_s):
-            while len(self.acked) < batches:
-                self.progress.clear()
-                await self.progress.wait()
-
-    async def finish(self) -> None:
-        self.stop.set()
-        await asyncio.gather(*self.tasks)
+                self._record(ack.offset, values)
 
 
 async def test_leader_kill9_mid_export_new_leader_continues_without_gap_or_overlap(
