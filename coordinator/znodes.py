@@ -31,6 +31,8 @@ STREAMS_PATH = f"{V1}/streams"
 # The elected controller (ephemeral) and the controller generation (persistent, fencing).
 CONTROLLER_PATH = f"{V1}/controller"
 CONTROLLER_EPOCH_PATH = f"{V1}/controller_epoch"
+# Which lake the cluster exports to (persistent): every node's lake must carry this id.
+LAKE_PATH = f"{V1}/lake"
 
 T = TypeVar("T")
 
@@ -75,6 +77,24 @@ class BrokerInfo:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> BrokerInfo:
         return _from_versioned(cls, data, "broker registration")
+
+
+@dataclass(frozen=True)
+class LakeRecord:
+    """The cluster's lake: the id its identity file holds, where the first exporter saw it,
+    and which broker claimed it (only that broker may write a missing identity file)."""
+
+    lake_id: str
+    uri: str
+    claimed_by: int
+    claimed_at_ms: int
+
+    def to_json(self) -> dict[str, Any]:
+        return _versioned(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LakeRecord:
+        return _from_versioned(cls, data, "lake record")
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,14 @@ class LakeReadError(DataSourceError):
     code = "lake_read_failed"
 
 
+class CorruptRecordsError(DataSourceError):
+    """Rows from the lake or the tail lack a field every record has (a null offset, value,
+    timestamp or subject): the files or the fetch answer are damaged, and Spark would read the
+    null as garbage in a column it was told cannot be null."""
+
+    code = "corrupt_records"
+
+
 class TailReadError(DataSourceError):
     """The partition leader's records could not be fetched within the bounded retries."""
 

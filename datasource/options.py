@@ -17,9 +17,12 @@ from datasource.offsets import EARLIEST, LATEST, OffsetSpec, parse_offset_spec
 from spark_log.errors import InvalidRequestError
 from spark_log.rest import parse_servers
 
-DEFAULT_MAX_RECORDS_PER_PARTITION = 1_000_000
-"""Records one Spark task reads at most (Kafka's ``maxRecordsPerPartition``): big enough that
-per-task overhead vanishes, small enough that ``local[2]`` already reads in parallel."""
+DEFAULT_MAX_RECORDS_PER_PARTITION = 5_000_000
+"""Records one Spark task reads at most (Kafka's ``maxRecordsPerPartition``, which Kafka leaves
+unbounded). Each task of a Python source pays a fixed cost for its worker round trip and Arrow
+stream, about 40 ms on 2 cores; a 10M-record scan ran 15% faster in 5M-record tasks than in
+1M-record ones (same session, interleaved). ``minPartitions`` asks for more, smaller tasks when
+there are more cores than partitions."""
 DEFAULT_MAX_TRIGGER_DELAY = "15m"
 """Kafka's default for ``maxTriggerDelay``."""
 DEFAULT_ACK_TIMEOUT_S = 30.0

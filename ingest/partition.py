@@ -29,6 +29,7 @@ from ingest.exporter import ExportTarget, PartitionExporter, in_lake_thread
 from ingest.fetch_server import FetchServer
 from ingest.fetcher import ReplicaFetcher
 from ingest.follower_state import FollowerTracker
+from ingest.lake_identity import LakeIdentity
 from ingest.leader import AckRouter, Sequencer, next_cycle, now_ms
 from ingest.metrics import NodeMetrics
 from ingest.produce_request import ProduceRequest, request_from_nats
@@ -84,8 +85,10 @@ class PartitionReplica:
         replicas: tuple[int, ...] = (),
         leader_id: int | None = None,
         created_at_ms: int | None = None,
+        lake_identity: LakeIdentity | None = None,
     ) -> None:
         self.spec = spec
+        self._lake_identity = lake_identity
         self.partition = partition
         self.directory = directory
         self.created_at_ms = (
@@ -338,7 +341,12 @@ class PartitionReplica:
             self.spec.name, self.partition, uri, self.config.broker_id, self.leader_epoch
         )
         self._exporter = PartitionExporter(
-            self, target, self.config.lake, self._metrics, self.log.log_end_offset
+            self,
+            target,
+            self.config.lake,
+            self._metrics,
+            self.log.log_end_offset,
+            self._lake_identity,
         )
         self._exporter.start()
 

@@ -24,6 +24,7 @@ from coordinator.isr import leave_isr_for_data_loss, update_isr
 from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
 from coordinator.znodes import PartitionState, StreamRecord
+from ingest.lake_identity import LakeIdentity
 from ingest.metrics import NodeMetrics
 from ingest.partition import IsrWriter, PartitionReplica
 from spark_log.config import NodeConfig
@@ -76,6 +77,11 @@ class ReplicaManager:
         self.streams: dict[str, StreamView] = {}
         self._lock = asyncio.Lock()
         self.cluster = cluster_token(config.zk_root)
+        self._lake_identity = (
+            LakeIdentity(session, config.lake.uri, config.broker_id)
+            if config.lake.enabled
+            else None
+        )
         # Replicas with a recovery loss that this incarnation took out of the ISR: back in
         # the ISR from then on means the leader saw them catch up.
         self._left_isr: set[tuple[str, int]] = set()
@@ -173,6 +179,7 @@ class ReplicaManager:
             replicas=tuple(state.replicas),
             leader_id=state.leader,
             created_at_ms=record.created_at_ms,
+            lake_identity=self._lake_identity,
         )
         replica.isr_writer = self._isr_writer(key)
         await replica.open()

@@ -10,3 +10,15 @@ class LakeCommitConflictError(LakeError):
     """Another writer moved this partition's app transaction first (a concurrent commit of
     the same app id, or the table's version is not the one this export started from): the
     exporter re-reads the table's version and continues from there."""
+
+
+class LakeIdentityError(LakeError):
+    """This node's lake is not the one the cluster exports to (its identity file is missing or
+    holds another id than ZooKeeper's lake record): exporting here would split the stream's
+    history over two lakes, so the node does not export until its ``lake.uri`` is fixed."""
+
+
+class UnsupportedLakeSchemeError(LakeError):
+    """pyarrow has no filesystem for the lake's URI scheme (delta-rs may still write there,
+    e.g. ``az://``): the lake's identity cannot be checked, and the Spark source, which reads
+    lake files with pyarrow, cannot read it either."""

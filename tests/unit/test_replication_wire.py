@@ -28,8 +28,12 @@ def test_round_trips():
 
 @pytest.mark.parametrize(
     "data",
-    [b"nope", b"[]", b'{"replica_id": 1}', b'{"replica_id": "1", "leader_epoch": 0, '
-     b'"fetch_offset": 0, "max_bytes": 1, "wait_ms": 0}'],
+    [
+        b"nope",
+        b"[]",
+        b'{"replica_id": 1}',
+        b'{"replica_id": "1", "leader_epoch": 0, "fetch_offset": 0, "max_bytes": 1, "wait_ms": 0}',
+    ],
 )
 def test_malformed_requests_are_typed_errors(data):
     with pytest.raises(InvalidRequestError):

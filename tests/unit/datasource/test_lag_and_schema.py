@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 
 import pyarrow as pa
+import pytest
 
+from datasource.errors import CorruptRecordsError
 from datasource.lag import records_behind, total_records_behind
 from datasource.lake_view import file_path
-from datasource.schema import constant_string, output_arrow_schema, to_output_batch
+from datasource.schema import constant_string, output_arrow_schema, output_struct, to_output_batch
 from spark_log.log.batch import HEADERS_TYPE
 
 
@@ -23,17 +25,32 @@ def test_records_behind_from_progress():
     assert records_behind({"latestOffset": '{"topic": 5}', "endOffset": "{}"}) is None
 
 
-def test_output_batch_matches_sparks_schema():
-    rows = pa.RecordBatch.from_pydict(
+def _rows(subject: pa.Array | None = None) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict(
         {
             "offset": pa.array([7, 8], pa.int64()),
             "timestamp": pa.array([1, 2], pa.timestamp("ms", tz="UTC")),
             "key": pa.array([b"k", None]),
             "value": pa.array([b"v", b"w"]),
             "headers": pa.nulls(2, HEADERS_TYPE),
-            "subject": pa.array(["a", "b"]),
+            "subject": subject if subject is not None else pa.array(["a", "b"]),
         }
     )
+
+
+def test_only_key_and_headers_are_nullable():
+    nullable = {f.name for f in output_struct(True).fields if f.nullable}
+    assert nullable == {"key", "headers"}
+    assert {f.name for f in output_arrow_schema(True) if f.nullable} == nullable
+
+
+def test_a_null_in_a_non_nullable_column_fails_the_batch():
+    with pytest.raises(CorruptRecordsError, match="'subject' has 1 null"):
+        to_output_batch(_rows(pa.array(["a", None])), "orders", 3, False)
+
+
+def test_output_batch_matches_sparks_schema():
+    rows = _rows()
     for include in (True, False):
         batch = to_output_batch(rows, "orders", 3, include)
         assert batch.schema.equals(output_arrow_schema(include))

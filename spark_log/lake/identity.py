@@ -1,0 +1,76 @@
+"""The lake's identity file: ``<lake>/_liftlog_lake.json`` holding the id ZooKeeper records.
+
+A Delta table cannot say which cluster it belongs to, and a lake path cannot say which storage
+it is on. A small file at the lake's root, written once, can: a node whose lake lacks it, or
+holds another id, is not looking at the lake the cluster exports to. Read and written through
+pyarrow's filesystems, the same ones the Spark source reads the lake with, so any URI works.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from spark_log.errors import LakeError
+from spark_log.lake.errors import UnsupportedLakeSchemeError
+
+IDENTITY_FILE = "_liftlog_lake.json"
+FORMAT_VERSION = 1
+
+
+def identity_path(lake_uri: str) -> str:
+    return f"{lake_uri.rstrip('/')}/{IDENTITY_FILE}"
+
+
+def read_lake_id(lake_uri: str) -> str | None:
+    """The id in the lake's identity file; None when the file does not exist."""
+    filesystem, path = _resolve(identity_path(lake_uri))
+    try:
+        with filesystem.open_input_stream(path) as stream:
+            raw = stream.read()
+    except FileNotFoundError:
+        return None
+    except (OSError, pa.ArrowException) as exc:
+        raise LakeError(f"cannot read the lake's identity file {path}: {exc}") from exc
+    return _parse(raw, path)
+
+
+def write_lake_id(lake_uri: str, lake_id: str) -> None:
+    """Write the identity file (creating the lake's directory on a local filesystem)."""
+    filesystem, path = _resolve(identity_path(lake_uri))
+    body = json.dumps({"version": FORMAT_VERSION, "lake_id": lake_id}).encode()
+    try:
+        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        with filesystem.open_output_stream(path) as stream:
+            stream.write(body)
+    except (OSError, pa.ArrowException) as exc:
+        raise LakeError(f"cannot write the lake's identity file {path}: {exc}") from exc
+
+
+def _resolve(uri: str) -> tuple[Any, str]:
+    if "://" not in uri:
+        return pafs.LocalFileSystem(), uri
+    try:
+        return pafs.FileSystem.from_uri(uri)
+    except pa.ArrowInvalid as exc:
+        raise UnsupportedLakeSchemeError(
+            f"pyarrow has no filesystem for {uri.split('://')[0]}:// ({exc})"
+        ) from exc
+    except (OSError, pa.ArrowException) as exc:
+        raise LakeError(f"cannot open the lake at {uri}: {exc}") from exc
+
+
+def _parse(raw: bytes, path: str) -> str:
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise LakeError(f"the lake's identity file {path} is not JSON: {exc}") from exc
+    if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
+        raise LakeError(f"the lake's identity file {path} has an unknown format: {raw[:200]!r}")
+    lake_id = data.get("lake_id")
+    if not isinstance(lake_id, str) or not lake_id:
+        raise LakeError(f"the lake's identity file {path} has no lake_id")
+    return lake_id
