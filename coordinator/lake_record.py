@@ -9,26 +9,32 @@ node pointed at another lake is refused before it writes there.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 from coordinator.errors import ZNodeExistsError, ZNodeNotFoundError
 from coordinator.zk import ZkSession
 from coordinator.znodes import LAKE_PATH, LakeRecord
 
 
-def lake_record(session: ZkSession) -> LakeRecord | None:
-    """The claimed record, or None while no broker has exported yet."""
+def lake_record(session: ZkSession) -> tuple[LakeRecord, int] | None:
+    """The claimed record and its znode version, or None while nobody has claimed the lake."""
     try:
-        data, _version = session.get_json(LAKE_PATH)
+        data, version = session.get_json(LAKE_PATH)
     except ZNodeNotFoundError:
         return None
-    return LakeRecord.from_json(data)
+    return LakeRecord.from_json(data), version
 
 
-def claim_lake(session: ZkSession, proposal: LakeRecord) -> LakeRecord:
-    """Create the record from ``proposal`` unless one exists; returns the one that holds."""
+def claim_lake(session: ZkSession, proposal: LakeRecord) -> tuple[LakeRecord, int] | None:
+    """Create the record from ``proposal`` unless one exists; the record that holds (None if
+    it was deleted again in between, by an operator resetting the lake)."""
     with contextlib.suppress(ZNodeExistsError):
         session.create_json(LAKE_PATH, proposal.to_json())
-    record = lake_record(session)
-    if record is None:  # deleted between the two calls: an operator resetting the lake
-        raise ZNodeNotFoundError(f"{LAKE_PATH} vanished while it was being claimed")
-    return record
+    return lake_record(session)
+
+
+def confirm_file_written(session: ZkSession, record: LakeRecord, version: int) -> None:
+    """Mark the claim complete; conditional on the version read (VersionConflictError if the
+    record changed, e.g. an operator reset it meanwhile)."""
+    confirmed = dataclasses.replace(record, file_written=True)
+    session.set_json(LAKE_PATH, confirmed.to_json(), version)

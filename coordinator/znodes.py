@@ -82,12 +82,15 @@ class BrokerInfo:
 @dataclass(frozen=True)
 class LakeRecord:
     """The cluster's lake: the id its identity file holds, where the first exporter saw it,
-    and which broker claimed it (only that broker may write a missing identity file)."""
+    and which broker claimed it. Claimed in two steps: created with ``file_written`` false,
+    set true once the claimant wrote (or found) the file. Only while it is false may the
+    claimant write a missing file; after that a missing file means other storage."""
 
     lake_id: str
     uri: str
     claimed_by: int
     claimed_at_ms: int
+    file_written: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return _versioned(self)

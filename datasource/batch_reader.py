@@ -18,15 +18,17 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from datasource.batch_plan import plan_batch
 from datasource.options import BatchOptions
 from datasource.pushdown import Pruning, pruning_from_filters
-from datasource.task_read import read_task
+from datasource.task_read import as_schema, read_task
 from datasource.tasks import ReadTask
 
 
 class LiftlogBatchReader(DataSourceReader):
     """Plans history from the lake plus the tail from the leaders; reads Arrow batches."""
 
-    def __init__(self, options: BatchOptions) -> None:
+    def __init__(self, options: BatchOptions, arrow_schema: pa.Schema | None = None) -> None:
         self.options = options
+        self.arrow_schema = arrow_schema
+        """The Arrow form of a user schema that declares more columns nullable (None: ours)."""
         self.pruning: Pruning | None = None
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -34,7 +36,7 @@ class LiftlogBatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if isinstance(partition, ReadTask):  # no task at all arrives as InputPartition(None)
-            yield from read_task(partition)
+            yield from as_schema(read_task(partition), self.arrow_schema)
 
 
 class LiftlogPushdownBatchReader(LiftlogBatchReader):

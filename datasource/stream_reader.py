@@ -33,14 +33,16 @@ from datasource.stream_plan import (
     initial_offsets,
     plan_micro_batch,
 )
-from datasource.task_read import read_task
+from datasource.task_read import as_schema, read_task
 from datasource.tasks import ReadTask
 from spark_log.rest import RestClient
 
 
 class LiftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: StreamOptions) -> None:
+    def __init__(self, options: StreamOptions, arrow_schema: pa.Schema | None = None) -> None:
         self.options = options
+        self.arrow_schema = arrow_schema
+        """The Arrow form of a user schema that declares more columns nullable (None: ours)."""
         self._target: dict[int, int] | None = None
         """AvailableNow: the heads when the query started; batches stop there."""
         self._latest: dict[int, int] | None = None
@@ -117,7 +119,7 @@ class LiftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if isinstance(partition, ReadTask):
-            yield from read_task(partition)
+            yield from as_schema(read_task(partition), self.arrow_schema)
 
     def commit(self, end: dict) -> None:
         """Nothing to release: the source keeps no per-batch state (Spark checkpoints offsets)."""

@@ -9,7 +9,7 @@ every offset the log dropped. Only what neither holds is data loss.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
@@ -30,14 +30,45 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
     if task.source == LAKE:
         columns = source_columns(settings.include_headers)
         source = read_lake(task.files, task.start, task.end, settings.rows, columns=columns)
+        yield from output_batches(source, settings, task.partition)
     else:
-        source = _rebatch(_tail_rows(settings, task), DEFAULT_BATCH_ROWS)
+        yield from tail_output(_tail_rows(settings, task), settings, task.partition)
+
+
+def output_batches(
+    source: Iterable[pa.RecordBatch], settings: ReadSettings, partition: int
+) -> Iterator[pa.RecordBatch]:
+    """Source batches (lake or fetch rows, whatever their schema) as output batches, with the
+    read's row filter applied; empty ones are dropped, as Spark gains nothing from them."""
     for rows in source:
-        batch = to_output_batch(rows, settings.stream, task.partition, settings.include_headers)
-        if not settings.rows.empty:
-            batch = settings.rows.apply(batch)
+        batch = to_output_batch(rows, settings.stream, partition, settings.include_headers)
+        batch = settings.rows.apply(batch)
         if batch.num_rows:
             yield batch
+
+
+def tail_output(
+    source: Iterable[pa.RecordBatch],
+    settings: ReadSettings,
+    partition: int,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+) -> Iterator[pa.RecordBatch]:
+    """A tail task's source batches as output batches of about ``batch_rows`` rows.
+
+    The source mixes REST fetch rows (ms timestamps, nullable fields) with lake rows (µs,
+    non-nullable) when retention sent the task to the lake, and Arrow concatenates only batches
+    of one schema: so each is converted to the output schema first and only then rebatched."""
+    return _rebatch(output_batches(source, settings, partition), batch_rows)
+
+
+def as_schema(
+    batches: Iterable[pa.RecordBatch], schema: pa.Schema | None
+) -> Iterator[pa.RecordBatch]:
+    """``batches`` labelled with ``schema`` (None: as they are): a user's ``.schema(...)`` may
+    declare more columns nullable than the output schema, and Spark wants exactly its own Arrow
+    schema. Only the labels change: a nullable column may hold no null, and no data is copied."""
+    for batch in batches:
+        yield batch if schema is None else pa.RecordBatch.from_arrays(batch.columns, schema=schema)
 
 
 def _tail_rows(settings: ReadSettings, task: ReadTask) -> Iterator[pa.RecordBatch]:
@@ -53,7 +84,9 @@ def _tail_rows(settings: ReadSettings, task: ReadTask) -> Iterator[pa.RecordBatc
             offset = _missing(settings, task, offset, task.end, "the partition's high watermark")
             continue
         table = table.slice(0, min(table.num_rows, task.end - offset)).select(SOURCE_COLUMNS)
-        yield from table.to_batches()
+        # One batch per fetch, not one per stored batch: converting a batch to the output
+        # schema costs ~100 µs, and stored batches may hold a single record each.
+        yield from table.combine_chunks().to_batches()
         offset = table.column("offset")[-1].as_py() + 1
 
 
@@ -88,8 +121,9 @@ def _missing(settings: ReadSettings, task: ReadTask, offset: int, resume: int, w
     return resume
 
 
-def _rebatch(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
-    """Many small fetch batches as fewer big ones (Spark's cost is per batch, not per row)."""
+def _rebatch(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """Many small batches of one schema as fewer big ones (Spark's cost is per batch, not per
+    row). It yields an empty batch only if given nothing but empty ones: feed it non-empty."""
     pending: list[pa.RecordBatch] = []
     count = 0
     for batch in batches:

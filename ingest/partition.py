@@ -730,6 +730,23 @@ class PartitionReplica:
             )
         return deleted
 
+    async def _lake_is_the_clusters(self) -> bool:
+        """A follower trusts its lake's table for retention only if the lake is the cluster's:
+        a stray lake's table could claim offsets the real lake never received."""
+        if self._lake_identity is None:
+            return True
+        try:
+            await in_lake_thread(self._lake_identity.verify)
+        except LiftlogError as exc:
+            log.warning(
+                "%s/%d: retention skipped, the lake is not verified: %s",
+                self.spec.name,
+                self.partition,
+                exc,
+            )
+            return False
+        return True
+
     async def _lake_retention_bound(self) -> int | None:
         """The lake offset retention must stay below: the exporter's on a leader, the
         table's own on a follower (None with the lake disabled, or if the table is
@@ -739,6 +756,8 @@ class PartitionReplica:
             return None
         if self.lake_offset is not None:
             return self.lake_offset
+        if not await self._lake_is_the_clusters():
+            return None
         table = LakeTable(uri, self.spec.name)
         try:
             offsets = await in_lake_thread(table.exported_offsets, self.partition + 1)

@@ -9,6 +9,7 @@ pyarrow's filesystems, the same ones the Spark source reads the lake with, so an
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import pyarrow as pa
@@ -19,6 +20,8 @@ from spark_log.lake.errors import UnsupportedLakeSchemeError
 
 IDENTITY_FILE = "_liftlog_lake.json"
 FORMAT_VERSION = 1
+UNSUPPORTED_SCHEME = "Unrecognized filesystem type"
+"""How pyarrow says it has no filesystem for a scheme (other ArrowInvalid: a malformed URI)."""
 
 
 def identity_path(lake_uri: str) -> str:
@@ -26,7 +29,8 @@ def identity_path(lake_uri: str) -> str:
 
 
 def read_lake_id(lake_uri: str) -> str | None:
-    """The id in the lake's identity file; None when the file does not exist."""
+    """The id in the lake's identity file; None when there is none. An empty file counts as
+    none: it is what a writer that crashed right after creating it leaves behind."""
     filesystem, path = _resolve(identity_path(lake_uri))
     try:
         with filesystem.open_input_stream(path) as stream:
@@ -35,19 +39,30 @@ def read_lake_id(lake_uri: str) -> str | None:
         return None
     except (OSError, pa.ArrowException) as exc:
         raise LakeError(f"cannot read the lake's identity file {path}: {exc}") from exc
-    return _parse(raw, path)
+    return _parse(raw, path) if raw else None
 
 
 def write_lake_id(lake_uri: str, lake_id: str) -> None:
-    """Write the identity file (creating the lake's directory on a local filesystem)."""
+    """Write the identity file whole: on a local filesystem through a temporary file moved into
+    place (readers never see it half written; the lake's directory is created first), on an
+    object store with one PUT, which is atomic by itself."""
     filesystem, path = _resolve(identity_path(lake_uri))
     body = json.dumps({"version": FORMAT_VERSION, "lake_id": lake_id}).encode()
     try:
-        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
-        with filesystem.open_output_stream(path) as stream:
-            stream.write(body)
+        if isinstance(filesystem, pafs.LocalFileSystem):
+            filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+            temporary = f"{path}.{uuid.uuid4().hex}.tmp"
+            _write(filesystem, temporary, body)
+            filesystem.move(temporary, path)
+        else:
+            _write(filesystem, path, body)
     except (OSError, pa.ArrowException) as exc:
         raise LakeError(f"cannot write the lake's identity file {path}: {exc}") from exc
+
+
+def _write(filesystem: Any, path: str, body: bytes) -> None:
+    with filesystem.open_output_stream(path) as stream:
+        stream.write(body)
 
 
 def _resolve(uri: str) -> tuple[Any, str]:
@@ -56,9 +71,11 @@ def _resolve(uri: str) -> tuple[Any, str]:
     try:
         return pafs.FileSystem.from_uri(uri)
     except pa.ArrowInvalid as exc:
-        raise UnsupportedLakeSchemeError(
-            f"pyarrow has no filesystem for {uri.split('://')[0]}:// ({exc})"
-        ) from exc
+        if UNSUPPORTED_SCHEME in str(exc):
+            raise UnsupportedLakeSchemeError(
+                f"pyarrow has no filesystem for {uri.split('://')[0]}:// ({exc})"
+            ) from exc
+        raise LakeError(f"cannot open the lake at {uri}: {exc}") from exc
     except (OSError, pa.ArrowException) as exc:
         raise LakeError(f"cannot open the lake at {uri}: {exc}") from exc
 
