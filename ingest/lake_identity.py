@@ -32,6 +32,9 @@ from spark_log.lake.identity import identity_path, read_lake_id, write_lake_id
 
 log = logging.getLogger("liftlog.lake")
 
+CLAIM_WAIT_S = 10.0
+"""How long a broker waits for another's claim to complete before reporting it."""
+CLAIM_POLL_S = 0.05
 FAILURE_MEMORY_S = 5.0
 """A failed check is answered from memory this long: every partition's exporter retries it,
 and each retry would otherwise hold the lake threads for a ZooKeeper and a lake read."""
@@ -89,11 +92,7 @@ class LakeIdentity:
             return
         if not self._claimed_here(record):
             if found is None:
-                raise LakeError(
-                    f"waiting for broker {record.claimed_by} to write the lake's identity file "
-                    f"({identity_path(record.uri)}); if that broker is gone for good, stop "
-                    f"every node and delete {self._session.absolute(LAKE_PATH)}"
-                )
+                record, found = self._await_claimant(record)
             self._require(record, found)
             return
         if found is None:
@@ -102,6 +101,25 @@ class LakeIdentity:
         self._require(record, found)
         confirm_file_written(self._session, record, version)
         self._record = None  # re-read as complete on the next check
+
+    def _await_claimant(self, record: LakeRecord) -> tuple[LakeRecord, str | None]:
+        """Another broker claimed the lake and has not written its file yet: nodes starting
+        together meet this for the few milliseconds between its claim and its file, so wait
+        that out (polling, bounded) rather than fail a flush; a claimant that never finishes
+        is reported, not guessed about."""
+        deadline = time.monotonic() + CLAIM_WAIT_S
+        while time.monotonic() < deadline:
+            time.sleep(CLAIM_POLL_S)
+            found = read_lake_id(self._uri)
+            current = lake_record(self._session)
+            record = current[0] if current is not None else record
+            if found is not None or record.file_written:
+                return record, found
+        raise LakeError(
+            f"waiting for broker {record.claimed_by} to write the lake's identity file "
+            f"({identity_path(record.uri)}); if that broker is gone for good, stop every node "
+            f"and delete {self._session.absolute(LAKE_PATH)}"
+        )
 
     def _current(self) -> tuple[LakeRecord, int]:
         if self._record is not None:

@@ -89,7 +89,10 @@ def test_the_claimant_restarted_on_an_empty_disk_is_refused_too(tmp_path: Path) 
     assert not (lake / IDENTITY_FILE).exists()
 
 
-def test_a_claimant_that_crashed_before_its_file_completes_the_claim(tmp_path: Path) -> None:
+def test_a_claimant_that_crashed_before_its_file_completes_the_claim(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ingest.lake_identity.CLAIM_WAIT_S", 0.2)
     zk, lake = FakeSession(), tmp_path / "lake"
     claim = LakeRecord(lake_id="abc", uri=str(lake), claimed_by=1, claimed_at_ms=1)
     zk.create_json(LAKE_PATH, claim.to_json())
@@ -125,3 +128,23 @@ def test_a_scheme_pyarrow_cannot_open_is_not_checked(caplog: pytest.LogCaptureFi
     zk = FakeSession()
     LakeIdentity(zk, "az://container/lake", 1).verify()  # type: ignore[arg-type]
     assert "not checked" in caplog.text and LAKE_PATH not in zk.nodes
+
+
+def test_a_claim_completed_while_waiting_is_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    zk, lake = FakeSession(), tmp_path / "lake"
+    claim = LakeRecord(lake_id="abc", uri=str(lake), claimed_by=1, claimed_at_ms=1)
+    zk.create_json(LAKE_PATH, claim.to_json())
+    polls = 0
+
+    def claimant_finishes(path: str) -> tuple[dict[str, Any], int]:
+        nonlocal polls
+        polls += 1
+        if polls == 3:  # broker 1 writes its file while broker 2 waits
+            write_lake_id(str(lake), "abc")
+        return FakeSession.get_json(zk, path)
+
+    monkeypatch.setattr(zk, "get_json", claimant_finishes)
+    identity(zk, lake, 2).verify()
+    assert polls >= 3
