@@ -33,8 +33,9 @@ def claim_lake(session: ZkSession, proposal: LakeRecord) -> tuple[LakeRecord, in
     return lake_record(session)
 
 
-def confirm_file_written(session: ZkSession, record: LakeRecord, version: int) -> None:
-    """Mark the claim complete; conditional on the version read (VersionConflictError if the
-    record changed, e.g. an operator reset it meanwhile)."""
+def confirm_file_written(session: ZkSession, record: LakeRecord, version: int) -> LakeRecord:
+    """Mark the claim complete and return the record as written; conditional on the version
+    read (VersionConflictError if the record changed, e.g. an operator reset it meanwhile)."""
     confirmed = dataclasses.replace(record, file_written=True)
     session.set_json(LAKE_PATH, confirmed.to_json(), version)
+    return confirmed

@@ -18,7 +18,7 @@ from datasource.pushdown import Pruning
 from datasource.splitting import Segment, split, task_size
 from datasource.stream_view import StreamView, describe
 from datasource.tasks import ReadSettings, ReadTask
-from datasource.timestamps import offset_for_timestamp
+from datasource.timestamps import resolve_offset
 from spark_log.rest import RestClient
 
 
@@ -81,24 +81,14 @@ def _batch_range(
     bounds: PartitionBounds,
 ) -> tuple[int, int]:
     """Start and end offsets; timestamps win over offsets, as in Kafka's source."""
-    p = bounds.partition
-    leader = view.partition(p).leader_url
-    by_time = False
-    if opts.starting_timestamp_ms is not None:
-        start = offset_for_timestamp(
-            rest, opts.stream, bounds, leader, lake, opts.starting_timestamp_ms
-        )
-        by_time = True
-    else:
-        start = bounds.resolve(opts.starting.for_partition(p))
-    if opts.ending_timestamp_ms is not None:
-        end = offset_for_timestamp(
-            rest, opts.stream, bounds, leader, lake, opts.ending_timestamp_ms
-        )
-        by_time = True
-    else:
-        end = bounds.resolve(opts.ending.for_partition(p))
-    if by_time:
+    leader = view.partition(bounds.partition).leader_url
+    start = resolve_offset(
+        rest, opts.stream, bounds, leader, lake, opts.starting, opts.starting_timestamp_ms
+    )
+    end = resolve_offset(
+        rest, opts.stream, bounds, leader, lake, opts.ending, opts.ending_timestamp_ms
+    )
+    if opts.starting_timestamp_ms is not None or opts.ending_timestamp_ms is not None:
         return start, max(start, end)
     check_range(opts.stream, bounds, start, end)
     return start, end

@@ -10,14 +10,16 @@ deltalake: its errors become LakeReadError here.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from datasource.errors import LakeReadError
-from spark_log.lake.layout import app_id
+from spark_log.lake.layout import app_id, file_location, to_micros
+
+file_path = file_location
+"""The name this module gave it first (tests and readers import it from here)."""
 
 _MAX_OFFSET = 2**63 - 1
 _UNSUPPORTED_READER_FEATURES = frozenset({"deletionVectors", "columnMapping"})
@@ -106,27 +108,11 @@ def _lake_file(uri: str, row: dict[str, Any]) -> LakeFile:
     min_offset = row.get("min.offset")
     max_offset = row.get("max.offset")
     return LakeFile(
-        path=file_path(uri, row["path"]),
+        path=file_location(uri, row["path"]),
         partition=int(row["partition.partition"]),
         min_offset=0 if min_offset is None else int(min_offset),
         max_offset=_MAX_OFFSET if max_offset is None else int(max_offset),
-        min_timestamp_us=_micros(row.get("min.timestamp")),
-        max_timestamp_us=_micros(row.get("max.timestamp")),
+        min_timestamp_us=to_micros(row.get("min.timestamp")),
+        max_timestamp_us=to_micros(row.get("max.timestamp")),
         records=int(row.get("num_records") or 0),
     )
-
-
-def file_path(uri: str, relative: str) -> str:
-    """Where a file of the table is, for pyarrow: absolute paths stay, the rest joins the table
-    root (built here because ``DeltaTable.file_uris`` percent-encodes local paths)."""
-    if "://" in relative or relative.startswith("/"):
-        return relative
-    if "://" in uri:
-        return f"{uri.rstrip('/')}/{relative}"
-    return os.path.join(uri, relative)
-
-
-def _micros(value: Any) -> int | None:
-    if value is None:
-        return None
-    return int(pa.scalar(value, pa.timestamp("us", tz="UTC")).value)

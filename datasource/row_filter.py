@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
 from datasource.schema import TIMESTAMP_TYPE
 
@@ -28,22 +27,6 @@ class RowFilter:
     @property
     def empty(self) -> bool:
         return self.min_timestamp_us is None and self.max_timestamp_us is None and self.keys is None
-
-    def expression(self) -> ds.Expression | None:
-        """The same condition for a Parquet scan (row groups are skipped by their stats)."""
-        parts: list[ds.Expression] = []
-        if self.min_timestamp_us is not None:
-            parts.append(ds.field("timestamp") >= _ts(self.min_timestamp_us))
-        if self.max_timestamp_us is not None:
-            parts.append(ds.field("timestamp") <= _ts(self.max_timestamp_us))
-        if self.keys is not None:
-            parts.append(ds.field("key").isin(pa.array(sorted(self.keys), pa.binary())))
-        if not parts:
-            return None
-        combined = parts[0]
-        for part in parts[1:]:
-            combined = combined & part
-        return combined
 
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """``batch`` (with a ``timestamp`` and a ``key`` column) without the rows that fail."""

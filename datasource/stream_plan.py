@@ -22,7 +22,7 @@ from datasource.pushdown import Pruning
 from datasource.splitting import Segment, split, task_size
 from datasource.stream_view import PartitionView, StreamView, describe
 from datasource.tasks import ReadTask
-from datasource.timestamps import offset_for_timestamp
+from datasource.timestamps import resolve_offset
 from spark_log.rest import RestClient
 
 
@@ -33,13 +33,10 @@ def initial_offsets(opts: StreamOptions, rest: RestClient) -> dict[int, int]:
     offsets = {}
     for p in selected_partitions(opts, view):
         bounds = partition_bounds(opts.stream, view.partition(p), lake)
-        if opts.starting_timestamp_ms is not None:
-            leader = view.partition(p).leader_url
-            offsets[p] = offset_for_timestamp(
-                rest, opts.stream, bounds, leader, lake, opts.starting_timestamp_ms
-            )
-        else:
-            offsets[p] = bounds.resolve(opts.starting.for_partition(p))
+        leader = view.partition(p).leader_url
+        offsets[p] = resolve_offset(
+            rest, opts.stream, bounds, leader, lake, opts.starting, opts.starting_timestamp_ms
+        )
     return offsets
 
 

@@ -104,7 +104,13 @@ def _below_log_start(
                 files = tuple(
                     f.path for f in lake.files_overlapping(task.partition, offset, lake_end)
                 )
-                yield from read_lake(files, offset, lake_end, settings.rows)
+                yield from read_lake(
+                    files,
+                    offset,
+                    lake_end,
+                    settings.rows,
+                    columns=source_columns(settings.include_headers),
+                )
                 return lake_end
     view = describe(RestClient(settings.servers), settings.stream).partition(task.partition)
     log_start = view.log_start_offset if view.log_start_offset is not None else task.end

@@ -12,11 +12,27 @@ import pyarrow as pa
 from datasource.bounds import PartitionBounds
 from datasource.lake_read import lake_offset_for_timestamp
 from datasource.lake_view import LakeView
+from datasource.offsets import OffsetSpec
 from spark_log.errors import UnavailableError
+from spark_log.lake.layout import MICROS_PER_MILLI
 from spark_log.rest import RestClient
 from spark_log.wire import ARROW_STREAM_MEDIA_TYPE
 
-MICROS_PER_MILLI = 1000
+
+def resolve_offset(
+    rest: RestClient,
+    stream: str,
+    bounds: PartitionBounds,
+    leader_url: str | None,
+    lake: LakeView | None,
+    spec: OffsetSpec,
+    timestamp_ms: int | None,
+) -> int:
+    """One partition's offset from a timestamp option when given (it wins, as in Kafka's
+    source), else from the offset option."""
+    if timestamp_ms is None:
+        return bounds.resolve(spec.for_partition(bounds.partition))
+    return offset_for_timestamp(rest, stream, bounds, leader_url, lake, timestamp_ms)
 
 
 def offset_for_timestamp(

@@ -99,8 +99,7 @@ class LakeIdentity:
             write_lake_id(self._uri, record.lake_id)
             found = read_lake_id(self._uri)
         self._require(record, found)
-        confirm_file_written(self._session, record, version)
-        self._record = None  # re-read as complete on the next check
+        self._record = confirm_file_written(self._session, record, version)
 
     def _await_claimant(self, record: LakeRecord) -> tuple[LakeRecord, str | None]:
         """Another broker claimed the lake and has not written its file yet: nodes starting

@@ -84,16 +84,14 @@ class PartitionReplica:
         isr: list[int],
         replicas: tuple[int, ...] = (),
         leader_id: int | None = None,
-        created_at_ms: int | None = None,
+        created_at_ms: int,
         lake_identity: LakeIdentity | None = None,
     ) -> None:
         self.spec = spec
         self._lake_identity = lake_identity
         self.partition = partition
         self.directory = directory
-        self.created_at_ms = (
-            created_at_ms if created_at_ms is not None else incarnation_of(directory)
-        )
+        self.created_at_ms = created_at_ms
         self.config = config
         self.leader_epoch = leader_epoch
         self.isr = list(isr)
@@ -591,9 +589,8 @@ class PartitionReplica:
             cycle.sequenced, cycle.end_offset, log_.high_watermark, self._isr_ok()
         )
         if cycle.batches:
-            self._count(cycle.batches, cycle.end_offset - start)
+            size = self._count(cycle.batches, cycle.end_offset - start)
             if self._exporter is not None:
-                size = sum(len(b) for b in cycle.batches)
                 self._exporter.appended(start, cycle.end_offset, size, now_ms())
             if sync and not inline_fsync:
                 self._flush_wanted.set()
@@ -642,10 +639,13 @@ class PartitionReplica:
         self.tail_cache.add(batches)
         self._signal_append()
 
-    def _count(self, batches: list[bytes], records: int) -> None:
+    def _count(self, batches: list[bytes], records: int) -> int:
+        """Count what was appended in the metrics; returns its size in bytes."""
+        size = sum(len(b) for b in batches)
         if batches:
             self._records_in.inc(records)
-            self._bytes_in.inc(sum(len(b) for b in batches))
+            self._bytes_in.inc(size)
+        return size
 
     def _isr_ok(self) -> bool:
         return len(self.isr) >= self.spec.effective_min_isr
@@ -921,11 +921,3 @@ class PartitionReplica:
             None, log_.offset_for_timestamp, timestamp_ms
         )
         return log_.high_watermark if found is None else min(found, log_.high_watermark)
-
-
-def incarnation_of(directory: Path) -> int:
-    """The stream incarnation (creation time in ms) from ``<stream>@<created_at_ms>/<p>``."""
-    try:
-        return int(directory.parent.name.rsplit("@", 1)[1])
-    except (IndexError, ValueError) as exc:
-        raise StorageError(f"{directory} is not a partition directory of a stream") from exc

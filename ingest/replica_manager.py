@@ -259,7 +259,7 @@ class ReplicaManager:
         replica = self.replicas.pop(key)
         self._left_isr.discard(key)
         view = views.get(key[0])
-        same_stream = view is not None and view.record.created_at_ms == replica_created(replica)
+        same_stream = view is not None and view.record.created_at_ms == replica.created_at_ms
         if same_stream:
             await replica.close()
         else:
@@ -302,8 +302,3 @@ def _log_repaired(key: tuple[str, int], loss: RecoveryLoss, *, sole_replica: boo
         loss.first_lost_offset,
         loss.durable_end_offset,
     )
-
-
-def replica_created(replica: PartitionReplica) -> int:
-    """The stream incarnation a replica belongs to, from its directory name."""
-    return int(replica.directory.parent.name.rsplit("@", 1)[1])

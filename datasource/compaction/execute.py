@@ -32,14 +32,13 @@ from datasource.compaction.report import (
 from datasource.compaction.settings import CompactionOptions, Progress
 from datasource.compaction.staging import (
     StagedFile,
-    discard,
     new_staging_dir,
     place,
     remove_staging,
     staged_files,
 )
 from spark_log.lake.errors import LakeCommitConflictError
-from spark_log.lake.rewrite import NewFile, RewriteSnapshot, TableFile
+from spark_log.lake.rewrite import NewFile, RewriteSnapshot, TableFile, discard
 
 
 def execute_plan(

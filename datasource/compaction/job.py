@@ -28,10 +28,9 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from spark_log.lake.layout import LAKE_SCHEMA, PARTITION_COLUMN
+from spark_log.lake.layout import LAKE_SCHEMA, MICROS_PER_MILLI, PARTITION_COLUMN
 
 SPARK_LAKE_SCHEMA = from_arrow_schema(LAKE_SCHEMA)
-MICROS_PER_MILLI = 1000
 # Spark's default writes timestamps as INT96, which Delta readers do not expect: the lake's
 # timestamps are Parquet TIMESTAMP(MICROS, UTC), as delta-rs writes them.
 TIMESTAMP_SETTING = ("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")

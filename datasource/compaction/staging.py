@@ -22,9 +22,8 @@ from urllib.parse import unquote, urlparse
 import pyarrow.parquet as pq
 
 from datasource.compaction.errors import UnsupportedLakeError
-from spark_log.lake.file_stats import parquet_stats_json
 from spark_log.lake.layout import PARTITION_COLUMN
-from spark_log.lake.rewrite import NewFile
+from spark_log.lake.rewrite import NewFile, new_file
 
 STAGING_PREFIX = "compaction-staging-"
 COMPACTED_PREFIX = "compacted-"
@@ -79,26 +78,9 @@ def place(staged: list[StagedFile], root: Path, run_id: int) -> list[NewFile]:
         destination = root / relative
         destination.parent.mkdir(parents=True, exist_ok=True)
         os.replace(item.path, destination)
-        placed.append(_new_file(destination, relative, item.partition))
+        placed.append(new_file(destination, relative, item.partition))
     return placed
-
-
-def discard(root: Path, files: list[NewFile]) -> None:
-    """Delete placed files a commit did not take (only when it surely did not)."""
-    for f in files:
-        (root / f.path).unlink(missing_ok=True)
 
 
 def remove_staging(staging: Path) -> None:
     shutil.rmtree(staging, ignore_errors=True)
-
-
-def _new_file(path: Path, relative: str, partition: int) -> NewFile:
-    stat = path.stat()
-    return NewFile(
-        path=relative,
-        partition=partition,
-        size_bytes=stat.st_size,
-        modification_time_ms=int(stat.st_mtime * 1000),
-        stats_json=parquet_stats_json(pq.ParquetFile(path).metadata),
-    )

@@ -11,9 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spark_log.lake.layout import LAKE_SCHEMA
+from spark_log.lake.layout import LAKE_SCHEMA, MICROS_PER_MILLI
 
-MICROS_PER_MILLI = 1000
 _TIMESTAMP_TYPE = LAKE_SCHEMA.field("timestamp").type
 
 

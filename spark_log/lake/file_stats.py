@@ -18,10 +18,11 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from spark_log.lake.layout import MICROS_PER_MILLI
+
 STATS_COLUMNS = ("offset", "timestamp")
 """Columns with min/max statistics (what readers prune on)."""
 NULL_COUNT_COLUMNS = ("offset", "timestamp", "key", "value", "subject")
-MICROS_PER_MILLI = 1000
 
 
 def parquet_stats_json(metadata: pq.FileMetaData) -> str:

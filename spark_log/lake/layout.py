@@ -9,6 +9,9 @@ non-overlapping whoever leads.
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import pyarrow as pa
 
 from spark_log.log.batch import HEADERS_TYPE
@@ -38,3 +41,25 @@ def table_uri(lake_uri: str, stream: str, created_at_ms: int) -> str:
 def app_id(stream: str, partition: int) -> str:
     """The Delta app-transaction id of one stream partition's exporter."""
     return f"{APP_ID_PREFIX}:{stream}:{partition}"
+
+
+FILE_SCHEMA = pa.schema([f for f in LAKE_SCHEMA if f.name != PARTITION_COLUMN])
+"""What a lake file holds: the partition is only in its directory name."""
+MICROS_PER_MILLI = 1000
+
+
+def file_location(uri: str, relative: str) -> str:
+    """Where a file of the table is, for pyarrow: absolute paths and URIs stay, the rest joins
+    the table root (built here because ``DeltaTable.file_uris`` percent-encodes local paths)."""
+    if "://" in relative or relative.startswith("/"):
+        return relative
+    if "://" in uri:
+        return f"{uri.rstrip('/')}/{relative}"
+    return os.path.join(uri, relative)
+
+
+def to_micros(value: Any) -> int | None:
+    """A timestamp statistic (datetime or integer µs) as µs since the epoch; None stays None."""
+    if value is None:
+        return None
+    return int(pa.scalar(value, pa.timestamp("us", tz="UTC")).value)

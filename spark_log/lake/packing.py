@@ -15,7 +15,6 @@ never both commit. Rows are streamed batch by batch, so memory stays at one batc
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,14 +29,19 @@ from spark_log.lake.compaction_state import (
     compaction_app_id,
     next_run_id,
 )
-from spark_log.lake.file_stats import parquet_stats_json
-from spark_log.lake.layout import LAKE_SCHEMA, PARTITION_COLUMN
-from spark_log.lake.rewrite import FOREIGN_ERRORS, NewFile, RewriteSnapshot, TableFile
+from spark_log.lake.layout import FILE_SCHEMA, PARTITION_COLUMN
+from spark_log.lake.rewrite import (
+    FOREIGN_ERRORS,
+    NewFile,
+    RewriteSnapshot,
+    TableFile,
+    discard,
+    new_file,
+)
 
 DEFAULT_TARGET_FILE_BYTES = 128 * 1024 * 1024
 """The exporter's ``max_bytes_per_file`` default: packed files are as large as big exports."""
 PACKED_PREFIX = "packed-"
-FILE_SCHEMA = pa.schema([f for f in LAKE_SCHEMA if f.name != PARTITION_COLUMN])
 """What a data file holds: the partition is in the directory and the add action."""
 
 
@@ -94,10 +98,10 @@ def pack_small_files(
             data_change=False,
         )
     except LakeError:
-        _discard(root, written)
+        discard(root, written)
         raise
     except FOREIGN_ERRORS as exc:
-        _discard(root, written)
+        discard(root, written)
         raise LakeError(f"cannot pack the small files of {uri}: {exc}") from exc
     return PackOutcome(sum(len(r) for r in runs), len(written), version)
 
@@ -111,22 +115,10 @@ def _write_run(run: list[TableFile], root: Path, run_id: int) -> NewFile:
         for f in run:
             for batch in pq.ParquetFile(f.location).iter_batches(columns=FILE_SCHEMA.names):
                 writer.write_batch(_conform(batch))
-    stat = os.stat(path)
-    return NewFile(
-        relative,
-        partition,
-        stat.st_size,
-        int(stat.st_mtime * 1000),
-        parquet_stats_json(pq.ParquetFile(path).metadata),
-    )
+    return new_file(path, relative, partition)
 
 
 def _conform(batch: pa.RecordBatch) -> pa.RecordBatch:
     """Files written by Spark and by delta-rs differ in nullability and field metadata only."""
     arrays = [batch.column(name).cast(FILE_SCHEMA.field(name).type) for name in FILE_SCHEMA.names]
     return pa.RecordBatch.from_arrays(arrays, schema=FILE_SCHEMA)
-
-
-def _discard(root: Path, files: list[NewFile]) -> None:
-    for f in files:
-        (root / f.path).unlink(missing_ok=True)

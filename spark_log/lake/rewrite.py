@@ -25,23 +25,23 @@ the files it packed a second time and re-add their rows. Small files are therefo
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Transaction
-from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
+from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.transaction import AddAction, RemoveAction
 
 from spark_log.errors import LakeError
 from spark_log.lake.errors import LakeCommitConflictError
-from spark_log.lake.layout import LAKE_SCHEMA, PARTITION_COLUMN, app_id
-from spark_log.lake.table import MAX_COMMIT_RETRIES
-
-FOREIGN_ERRORS = (DeltaError, OSError, ValueError, TypeError, pa.ArrowException)
+from spark_log.lake.file_stats import parquet_stats_json
+from spark_log.lake.layout import LAKE_SCHEMA, PARTITION_COLUMN, app_id, file_location
+from spark_log.lake.table import FOREIGN_ERRORS, MAX_COMMIT_RETRIES
 
 
 @dataclass(frozen=True)
@@ -211,18 +211,28 @@ def changed_since(
     return None
 
 
-def file_location(uri: str, relative: str) -> str:
-    """Where a file of the table is: absolute paths and URIs stay, the rest joins the root."""
-    if "://" in relative or relative.startswith("/"):
-        return relative
-    if "://" in uri:
-        return f"{uri.rstrip('/')}/{relative}"
-    return os.path.join(uri, relative)
-
-
 def _partition_values(partition: int) -> dict[str, str | None]:
     return {PARTITION_COLUMN: str(partition)}
 
 
 def _int_or_none(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def new_file(path: Path, relative: str, partition: int) -> NewFile:
+    """A file just written into the table's directory, described for the commit (its size,
+    time and Parquet statistics, which readers use to skip it)."""
+    stat = path.stat()
+    return NewFile(
+        path=relative,
+        partition=partition,
+        size_bytes=stat.st_size,
+        modification_time_ms=int(stat.st_mtime * 1000),
+        stats_json=parquet_stats_json(pq.ParquetFile(path).metadata),
+    )
+
+
+def discard(root: Path, files: list[NewFile]) -> None:
+    """Delete written files a commit did not take (only when it surely did not)."""
+    for f in files:
+        (root / f.path).unlink(missing_ok=True)

@@ -31,7 +31,8 @@ from spark_log.lake.layout import LAKE_SCHEMA, PARTITION_COLUMN, app_id
 # with many partitions exporting to one table at once that can take more than delta-rs's
 # default of 15 attempts.
 MAX_COMMIT_RETRIES = 100
-_FOREIGN_ERRORS = (DeltaError, OSError, ValueError, TypeError, pa.ArrowException)
+FOREIGN_ERRORS = (DeltaError, OSError, ValueError, TypeError, pa.ArrowException)
+"""What deltalake and pyarrow raise for an unreadable or uncommittable table."""
 
 
 class LakeTable:
@@ -59,14 +60,14 @@ class LakeTable:
         except CommitFailedError as exc:
             if not _is_table(self.uri):
                 raise LakeError(f"cannot create the lake table {self.uri}: {exc}") from exc
-        except _FOREIGN_ERRORS as exc:
+        except FOREIGN_ERRORS as exc:
             raise LakeError(f"cannot create the lake table {self.uri}: {exc}") from exc
 
     def snapshot(self) -> LakeSnapshot:
         """The table's latest version."""
         try:
             return LakeSnapshot(DeltaTable(self.uri), self.stream)
-        except _FOREIGN_ERRORS as exc:
+        except FOREIGN_ERRORS as exc:
             raise LakeError(f"cannot read the lake table {self.uri}: {exc}") from exc
 
     def exported_offsets(self, partitions: int) -> dict[int, int | None]:
@@ -92,7 +93,7 @@ class LakeSnapshot:
         """The partition's app-transaction version: the first offset not in the lake."""
         try:
             return self._table.transaction_version(app_id(self.stream, partition))
-        except _FOREIGN_ERRORS as exc:
+        except FOREIGN_ERRORS as exc:
             raise LakeError(f"cannot read the lake offset of partition {partition}: {exc}") from exc
 
     def append(
@@ -124,7 +125,7 @@ class LakeSnapshot:
             raise LakeCommitConflictError(
                 f"commit of {app} up to {end_offset} lost: {exc}"
             ) from exc
-        except _FOREIGN_ERRORS as exc:
+        except FOREIGN_ERRORS as exc:
             raise LakeError(f"cannot commit {app} up to {end_offset}: {exc}") from exc
         committed = self.exported_offset(partition)
         if committed != end_offset:
@@ -137,5 +138,5 @@ class LakeSnapshot:
 def _is_table(uri: str) -> bool:
     try:
         return DeltaTable.is_deltatable(uri)
-    except _FOREIGN_ERRORS as exc:
+    except FOREIGN_ERRORS as exc:
         raise LakeError(f"cannot reach the lake table {uri}: {exc}") from exc
