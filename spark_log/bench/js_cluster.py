@@ -5,6 +5,10 @@ Each server runs JetStream with its own store directory, the same cluster name, 
 port and routes to the other two. A clustered JetStream accepts no stream until the servers
 have elected a meta leader, so start-up waits for one (``/jsz``) before anything is created.
 Every server is stopped on exit, by PID, whatever happened.
+
+The nine ports (client, monitor and route for each server) are one block below the kernel's
+ephemeral range: the servers dial each other's routes while the others start, and such an
+outgoing connection could otherwise take a port between the check and its server's bind.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
@@ -24,16 +29,39 @@ from spark_log.bench.errors import BenchError
 from spark_log.bench.jetstream import create_js_stream
 from spark_log.embedded.lifecycle import StartStop
 from spark_log.embedded.nats import DEFAULT_NATS_HOST, NatsServer
-from spark_log.embedded.process import DEFAULT_STOP_TIMEOUT_S, free_port
+from spark_log.embedded.ports import free_port_block
+from spark_log.embedded.process import DEFAULT_STOP_TIMEOUT_S
 from spark_log.errors import LiftlogError
 
 CLUSTER_NAME = "liftlog-bench-r3"
 CLUSTER_SIZE = 3
+PORTS_PER_SERVER = 3
 META_LEADER_TIMEOUT_S = 30.0
 META_POLL_INTERVAL_S = 0.1
 JSZ_TIMEOUT_S = 2.0
 STREAM_CREATE_TIMEOUT_S = 30.0
 STREAM_CREATE_RETRY_S = 0.5
+
+
+@dataclass(frozen=True)
+class ClusterPorts:
+    """Three consecutive ports per server from one free block: client, monitor, route."""
+
+    base: int
+    size: int
+
+    @classmethod
+    def allocate(cls, size: int) -> ClusterPorts:
+        return cls(free_port_block(PORTS_PER_SERVER * size), size)
+
+    def client(self, index: int) -> int:
+        return self.base + PORTS_PER_SERVER * index
+
+    def monitor(self, index: int) -> int:
+        return self.client(index) + 1
+
+    def route(self, index: int) -> int:
+        return self.client(index) + 2
 
 
 class ClusterNatsServer(NatsServer):
@@ -43,14 +71,18 @@ class ClusterNatsServer(NatsServer):
     leader, so the members must be spawned together and then waited for.
     """
 
-    def __init__(self, index: int, route_ports: Sequence[int], data_dir: Path) -> None:
+    def __init__(self, index: int, ports: ClusterPorts, data_dir: Path) -> None:
         super().__init__(
-            free_port(), data_dir, jetstream=True, log_path=data_dir / "nats-server.log"
+            ports.client(index),
+            data_dir,
+            jetstream=True,
+            monitor_port=ports.monitor(index),
+            log_path=data_dir / "nats-server.log",
         )
         self.server_name = f"bench-r3-{index + 1}"
         self.name = f"nats-server {self.server_name} :{self.port}"
-        self.route_port = route_ports[index]
-        self.routes = [_route_url(p) for i, p in enumerate(route_ports) if i != index]
+        self.route_port = ports.route(index)
+        self.routes = [_route_url(ports.route(i)) for i in range(ports.size) if i != index]
 
     def _argv(self) -> list[str]:
         argv = _replace_option(super()._argv(), "--server_name", self.server_name)
@@ -69,9 +101,9 @@ class JetStreamCluster(StartStop):
     """Three clustered JetStream servers; a context manager that starts and stops them all."""
 
     def __init__(self, data_dir: Path, size: int = CLUSTER_SIZE) -> None:
-        route_ports = [free_port() for _ in range(size)]
+        ports = ClusterPorts.allocate(size)
         self.servers = [
-            ClusterNatsServer(i, route_ports, data_dir / f"server-{i + 1}") for i in range(size)
+            ClusterNatsServer(i, ports, data_dir / f"server-{i + 1}") for i in range(size)
         ]
         self.meta_leader: str | None = None
 

@@ -1,0 +1,20 @@
+"""Ports handed to child processes: never the same one twice to two servers of one stack."""
+
+from __future__ import annotations
+
+from spark_log.bench.js_cluster import ClusterPorts
+from spark_log.embedded.process import free_port
+
+
+def test_free_port_does_not_hand_out_a_port_twice():
+    """The OS may offer a just-closed port again; two servers started together would then
+    collide ("address already in use"). 500 calls make a repeat by the OS very likely."""
+    ports = [free_port() for _ in range(500)]
+    assert len(set(ports)) == len(ports)
+
+
+def test_cluster_ports_are_distinct_and_in_one_block():
+    ports = ClusterPorts(base=20_000, size=3)
+    every = [f(i) for i in range(3) for f in (ports.client, ports.monitor, ports.route)]
+    assert len(set(every)) == 9
+    assert sorted(every) == list(range(20_000, 20_009))
