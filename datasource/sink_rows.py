@@ -2,14 +2,13 @@
 
 ``value`` is required; ``key``, ``headers`` and ``partition`` are optional; key and value may be
 binary or string, as in Spark's Kafka sink; other columns are ignored. A row goes to its
-``partition`` when given, else to its key's partition (the same CRC-32 mapping every Liftlog
-client uses), else round robin. All of it is columnar: rows never become Python objects except
-keys, which are hashed one by one.
+``partition`` when given, else to its key's partition (``partition_for_key``, the mapping every
+Liftlog client uses), else round robin. All of it is columnar: rows never become Python objects
+except keys, which are hashed one by one.
 """
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterator
 
 import numpy as np
@@ -27,6 +26,7 @@ from pyspark.sql.types import (
 )
 
 from datasource.errors import PublishError, SchemaError
+from spark_log.client import partition_for_key
 from spark_log.log.batch import HEADERS_TYPE
 
 _TEXT_OR_BYTES = (BinaryType, StringType)
@@ -98,7 +98,7 @@ def target_partitions(
     if keys.null_count < count:
         for i, key in enumerate(keys.to_pylist()):
             if key is not None:
-                targets[i] = zlib.crc32(key) % partitions
+                targets[i] = partition_for_key(key, partitions)
     if "partition" in batch.schema.names:
         explicit = batch.column("partition")
         if explicit.null_count < count:

@@ -17,7 +17,7 @@ from spark_log.errors import (
     PartitionNotFoundError,
     UnavailableError,
 )
-from spark_log.lake import LakeTable, table_uri
+from spark_log.lake import LakeTable, configured_table_uri
 from spark_log.log import RecoveryLoss
 from spark_log.rest import RestClient
 from spark_log.stream_spec import StreamSpec
@@ -71,10 +71,7 @@ async def describe_stream(node: IngestNode, name: str) -> dict[str, Any]:
 
 def lake_table_uri(node: IngestNode, record: StreamRecord) -> str | None:
     """The stream's Delta table, or None when this node's lake is disabled."""
-    lake = node.config.lake
-    if not lake.enabled:
-        return None
-    return table_uri(lake.uri, record.spec.name, record.created_at_ms)
+    return configured_table_uri(node.config.lake, record.spec.name, record.created_at_ms)
 
 
 async def _fill_lake_offsets_from_table(

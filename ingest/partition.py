@@ -42,7 +42,7 @@ from spark_log.errors import (
     StorageError,
     StreamPausedError,
 )
-from spark_log.lake import LakeTable, table_uri
+from spark_log.lake import LakeTable, configured_table_uri
 from spark_log.log import PartitionLog, Record, decode_records, iter_batches, records_from_batches
 from spark_log.log.fetch_table import table_from_batches
 from spark_log.stream_spec import StreamSpec
@@ -253,10 +253,7 @@ class PartitionReplica:
     @property
     def lake_table_uri(self) -> str | None:
         """The stream's Delta table, or None when the lake is disabled."""
-        lake = self.config.lake
-        if not lake.enabled:
-            return None
-        return table_uri(lake.uri, self.spec.name, self.created_at_ms)
+        return configured_table_uri(self.config.lake, self.spec.name, self.created_at_ms)
 
     @property
     def lake_offset(self) -> int | None:

@@ -10,11 +10,14 @@ non-overlapping whoever leads.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from spark_log.log.batch import HEADERS_TYPE
+
+if TYPE_CHECKING:
+    from spark_log.config import LakeConfig
 
 PARTITION_COLUMN = "partition"
 LAKE_SCHEMA = pa.schema(
@@ -36,6 +39,11 @@ def table_uri(lake_uri: str, stream: str, created_at_ms: int) -> str:
 
     The suffix is the stream's creation time in ms, as in the local log directories."""
     return f"{lake_uri.rstrip('/')}/{stream}@{created_at_ms}"
+
+
+def configured_table_uri(lake: LakeConfig, stream: str, created_at_ms: int) -> str | None:
+    """The stream's table in a node's configured lake, or None when its lake is disabled."""
+    return table_uri(lake.uri, stream, created_at_ms) if lake.enabled else None
 
 
 def app_id(stream: str, partition: int) -> str:
