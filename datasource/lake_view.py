@@ -18,9 +18,6 @@ import pyarrow as pa
 from datasource.errors import LakeReadError
 from spark_log.lake.layout import app_id, file_location, to_micros
 
-file_path = file_location
-"""The name this module gave it first (tests and readers import it from here)."""
-
 _MAX_OFFSET = 2**63 - 1
 _UNSUPPORTED_READER_FEATURES = frozenset({"deletionVectors", "columnMapping"})
 """Features that would make reading the listed Parquet files as they are wrong (delta-rs,

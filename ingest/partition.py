@@ -45,6 +45,7 @@ from spark_log.errors import (
 from spark_log.lake import LakeTable, configured_table_uri
 from spark_log.log import PartitionLog, Record, decode_records, iter_batches, records_from_batches
 from spark_log.log.fetch_table import table_from_batches
+from spark_log.log.retention import RetentionLimits
 from spark_log.stream_spec import StreamSpec
 from spark_log.wire import HEADER_BATCH_COUNT, HEADER_MSG_ID, ack_prefix, encode_ack, encode_error
 
@@ -727,6 +728,13 @@ class PartitionReplica:
             )
         return deleted
 
+    def _limits_delete_something(self) -> bool:
+        """Whether the stream's retention limits alone would delete a segment now (a cheap
+        look at segment sizes and times, before a follower reads the lake for its bound)."""
+        spec = self.spec
+        limits = RetentionLimits(spec.retention_ms, spec.retention_bytes, spec.retention_messages)
+        return self.log.deletable_segment_count(limits) > 0
+
     async def _lake_is_the_clusters(self) -> bool:
         """A follower trusts its lake's table for retention only if the lake is the cluster's:
         a stray lake's table could claim offsets the real lake never received."""
@@ -753,6 +761,8 @@ class PartitionReplica:
             return None
         if self.lake_offset is not None:
             return self.lake_offset
+        if not self._limits_delete_something():
+            return self.log.log_start_offset  # nothing to delete: the lake need not be read
         if not await self._lake_is_the_clusters():
             return None
         table = LakeTable(uri, self.spec.name)

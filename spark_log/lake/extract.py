@@ -14,7 +14,8 @@ import pyarrow as pa
 
 from spark_log.lake.convert import to_lake_batch
 from spark_log.lake.layout import LAKE_SCHEMA
-from spark_log.log import PartitionLog, decode_records, iter_batches
+from spark_log.log import PartitionLog
+from spark_log.log.records import rows_in_range
 
 READ_CHUNK_BYTES = 4 * 1024 * 1024
 
@@ -50,17 +51,10 @@ def read_range(
         data = log.read(offset, min(READ_CHUNK_BYTES, max_bytes - log_bytes), end_offset)
         if not data:
             break
-        for header, view in iter_batches(data, verify=True):
-            if offset >= end_offset or offset - start_offset >= max_records:
-                break
-            if header.next_offset <= offset:
-                continue
-            lo = offset - header.base_offset
-            room = max_records - (offset - start_offset)
-            hi = min(header.record_count, end_offset - header.base_offset, lo + room)
-            rows = decode_records(view).slice(lo, hi - lo)
-            batches.append(to_lake_batch(rows, partition, offset))
-            offset = header.base_offset + hi
-            log_bytes += header.size
+        room = max_records - (offset - start_offset)
+        for piece in rows_in_range(data, offset, end_offset, room, verify=True):
+            batches.append(to_lake_batch(piece.rows, partition, piece.first_offset))
+            offset = piece.first_offset + piece.rows.num_rows
+            log_bytes += piece.stored_bytes
     table = pa.Table.from_batches(batches, schema=LAKE_SCHEMA)
     return LakeRange(start_offset, offset, table, log_bytes)

@@ -42,7 +42,6 @@ from spark_log.lake.rewrite import (
 DEFAULT_TARGET_FILE_BYTES = 128 * 1024 * 1024
 """The exporter's ``max_bytes_per_file`` default: packed files are as large as big exports."""
 PACKED_PREFIX = "packed-"
-"""What a data file holds: the partition is in the directory and the add action."""
 
 
 @dataclass(frozen=True)

@@ -45,10 +45,8 @@ def table_from_batches(
     if start_offset >= end_offset:
         return FETCH_SCHEMA.empty_table()
     pieces = [
-        with_offsets(rows, first_offset)
-        for first_offset, rows in rows_in_range(
-            data, start_offset, end_offset, max_records, verify=verify
-        )
+        with_offsets(piece.rows, piece.first_offset)
+        for piece in rows_in_range(data, start_offset, end_offset, max_records, verify=verify)
     ]
     return pa.Table.from_batches(pieces, schema=FETCH_SCHEMA)
 

@@ -665,20 +665,7 @@ class PartitionLog:
         limits = RetentionLimits(retention_ms, retention_bytes, retention_messages)
         self._check_writable()
         with self._structure_lock:
-            with self._lock:
-                segments = self._segments
-                stats = [
-                    SegmentStats(s.base_offset, s.next_offset, s.size, s.max_timestamp_ms)
-                    for s in segments
-                ]
-                hw = self._high_watermark
-            count = count_deletable(
-                stats,
-                limits,
-                now_ms=self._now_ms(),
-                high_watermark=hw,
-                max_deletable_offset=max_deletable_offset,
-            )
+            segments, count = self._deletable(limits, max_deletable_offset)
             if not count:
                 return 0
             with self._lock:
@@ -693,6 +680,34 @@ class PartitionLog:
                 self.log_start_offset,
             )
             return count
+
+    def deletable_segment_count(
+        self, limits: RetentionLimits, max_deletable_offset: int | None = None
+    ) -> int:
+        """How many segments ``delete_old_segments`` would delete now, deleting nothing: a
+        caller whose bound is costly to learn (a follower reads it from the lake) asks this
+        first, unbounded, and skips the cost when the limits alone delete nothing."""
+        return self._deletable(limits, max_deletable_offset)[1]
+
+    def _deletable(
+        self, limits: RetentionLimits, max_deletable_offset: int | None
+    ) -> tuple[tuple[LogSegment, ...], int]:
+        """The segments as they are now and how many of them, oldest first, may go."""
+        with self._lock:
+            segments = self._segments
+            stats = [
+                SegmentStats(s.base_offset, s.next_offset, s.size, s.max_timestamp_ms)
+                for s in segments
+            ]
+            hw = self._high_watermark
+        count = count_deletable(
+            stats,
+            limits,
+            now_ms=self._now_ms(),
+            high_watermark=hw,
+            max_deletable_offset=max_deletable_offset,
+        )
+        return segments, count
 
     # ================================================================== lifecycle
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import pyarrow as pa
 
@@ -42,11 +43,18 @@ def records_from_batches(
     before ``start_offset`` (reads return whole batches) and the last may reach past the HW.
     """
     out: list[Record] = []
-    for first_offset, rows in rows_in_range(
-        data, start_offset, end_offset, max_records, verify=verify
-    ):
-        out.extend(records_of(rows, first_offset))
+    for piece in rows_in_range(data, start_offset, end_offset, max_records, verify=verify):
+        out.extend(records_of(piece.rows, piece.first_offset))
     return out
+
+
+class RangeSlice(NamedTuple):
+    """The rows of one stored batch that fall inside a range."""
+
+    first_offset: int
+    rows: pa.RecordBatch
+    stored_bytes: int
+    """The whole stored batch's size (what reading it cost, whatever part was taken)."""
 
 
 def rows_in_range(
@@ -56,9 +64,9 @@ def rows_in_range(
     max_records: int,
     *,
     verify: bool = True,
-) -> Iterator[tuple[int, pa.RecordBatch]]:
-    """(offset of the first row, stored rows) for each batch slice inside the range, at most
-    ``max_records`` rows in all: the one walk every fetch form (Records, Arrow) shares."""
+) -> Iterator[RangeSlice]:
+    """Each stored batch's slice inside the range, at most ``max_records`` rows in all: the
+    one walk every reader of the log shares (Records and Arrow fetches, lake export)."""
     taken = 0
     for header, view in iter_batches(data, verify=verify):
         room = max_records - taken
@@ -68,7 +76,9 @@ def rows_in_range(
             continue
         lo = max(start_offset - header.base_offset, 0)
         hi = min(end_offset - header.base_offset, header.record_count, lo + room)
-        yield header.base_offset + lo, decode_records(view).slice(lo, hi - lo)
+        yield RangeSlice(
+            header.base_offset + lo, decode_records(view).slice(lo, hi - lo), header.size
+        )
         taken += hi - lo
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from datasource.errors import CorruptRecordsError
 from datasource.lag import records_behind, total_records_behind
-from datasource.lake_view import file_path
 from datasource.schema import constant_string, output_arrow_schema, output_struct, to_output_batch
+from spark_log.lake.layout import file_location
 from spark_log.log.batch import HEADERS_TYPE
 
 
@@ -63,6 +63,8 @@ def test_output_batch_matches_sparks_schema():
 def test_constant_string_and_file_paths():
     assert constant_string("ab", 3).to_pylist() == ["ab"] * 3
     assert constant_string("", 2).to_pylist() == ["", ""]
-    assert file_path("/t a/b", "partition=0/x.parquet") == "/t a/b/partition=0/x.parquet"
-    assert file_path("s3://bkt/t/", "partition=0/x.parquet") == "s3://bkt/t/partition=0/x.parquet"
-    assert file_path("/t", "/abs/x.parquet") == "/abs/x.parquet"
+    assert file_location("/t a/b", "partition=0/x.parquet") == "/t a/b/partition=0/x.parquet"
+    assert (
+        file_location("s3://bkt/t/", "partition=0/x.parquet") == "s3://bkt/t/partition=0/x.parquet"
+    )
+    assert file_location("/t", "/abs/x.parquet") == "/abs/x.parquet"

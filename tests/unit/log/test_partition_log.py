@@ -28,6 +28,7 @@ from spark_log.log.layout import (
     LEADER_EPOCH_FILE,
     RECOVERY_POINT_FILE,
 )
+from spark_log.log.retention import RetentionLimits
 from spark_log.log.roll import should_roll
 from spark_log.log.segment_file import SegmentFile
 
@@ -318,6 +319,22 @@ def test_retention_stops_at_max_deletable_offset(open_log):
     )
     assert 0 < log.log_start_offset <= 20
     assert log.epoch_entries == [(0, log.log_start_offset)]
+
+
+def test_deletable_segment_count_predicts_retention_and_deletes_nothing(open_log):
+    log = open_log()
+    append_records(log, 30, value_size=150)
+    log.set_high_watermark(90)
+    assert log.deletable_segment_count(RetentionLimits()) == 0
+    by_count = RetentionLimits(retention_messages=0)
+    bounded = log.deletable_segment_count(by_count, max_deletable_offset=20)
+    predicted = log.deletable_segment_count(by_count)
+    assert 0 < bounded < predicted
+    assert log.log_start_offset == 0 and all_offsets(log) == list(range(90))
+    assert (
+        log.delete_old_segments(retention_ms=None, retention_bytes=None, retention_messages=0)
+        == predicted
+    )
 
 
 def test_recovery_point_and_checkpoints_written_atomically(open_log):
