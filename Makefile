@@ -52,7 +52,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 format: $(STAMP)
-	$(VENV)/bin/ruff format spark_log ingest coordinator datasource tests bench
+	$(VENV)/bin/ruff format liftlog spark_log ingest coordinator datasource tests bench
 
 clean-venv:
 	rm -rf $(VENV)

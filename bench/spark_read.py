@@ -33,9 +33,9 @@ from typing import Any
 from bench.spark_cpu import tree_cpu_seconds
 from bench.spark_read_data import fill
 from datasource.lake_view import load_lake_view
-from spark_log.bench.machine import describe_machine
-from spark_log.embedded.process import free_port
-from spark_log.embedded.standalone import Standalone
+from liftlog.bench.machine import describe_machine
+from liftlog.embedded.process import free_port
+from liftlog.embedded.standalone import Standalone
 from spark_log.rest import RestClient
 
 DEFAULT_RECORDS = 10_000_000

@@ -28,9 +28,9 @@ from typing import Any
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
-from spark_log.bench.machine import describe_machine
+from liftlog.bench.machine import describe_machine
+from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
-from spark_log.embedded.standalone import Standalone
 from spark_log.lake.layout import app_id
 
 STREAM = "freshness"

@@ -1,4 +1,4 @@
-"""Liftlog's core: records and partition logs, config, errors, the client and the CLI."""
+"""Liftlog's core: records and partition logs, config, errors, wire names and the client."""
 
 from __future__ import annotations
 

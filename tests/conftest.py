@@ -19,7 +19,7 @@ import pytest
 
 from coordinator.errors import ZNodeNotFoundError
 from coordinator.zk import ZkSession
-from spark_log.embedded import NatsServer, ZooKeeperServer, free_port
+from liftlog.embedded import NatsServer, ZooKeeperServer, free_port
 from tests.waiting import wait_for
 
 # Short enough that expiry tests are quick, long enough for a loaded CI machine.

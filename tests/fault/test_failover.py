@@ -306,7 +306,7 @@ def test_offline_partition_needs_explicit_unclean_election(make_node, stream_nam
     cli = [
         sys.executable,
         "-m",
-        "spark_log.cli",
+        "liftlog.cli",
         "stream",
         "elect-unclean",
         stream_name,

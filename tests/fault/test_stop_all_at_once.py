@@ -12,8 +12,8 @@ import time
 
 import httpx
 
+from liftlog.embedded.process import DEFAULT_STOP_TIMEOUT_S
 from spark_log.client import Client
-from spark_log.embedded.process import DEFAULT_STOP_TIMEOUT_S
 from tests.fault.test_failover import Load
 from tests.integration.conftest import create_stream
 from tests.waiting import wait_for

@@ -12,9 +12,9 @@ import httpx
 import nats
 import pytest
 
+from liftlog.embedded.node import NodeProcess
+from liftlog.embedded.process import free_port
 from spark_log.config import LakeConfig, LogConfig, NodeConfig
-from spark_log.embedded.node import NodeProcess
-from spark_log.embedded.process import free_port
 from tests.integration.spark_session import spark  # noqa: F401  (the shared Spark fixture)
 
 NODE_ZK_SESSION_TIMEOUT_S = 4.0

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from liftlog.embedded.node import NodeProcess
 from spark_log.client import Client
 from spark_log.config import LakeConfig
-from spark_log.embedded.node import NodeProcess
 from tests.integration.conftest import _node_factory
 
 MANUAL_EXPORT_INTERVAL_S = 3600.0

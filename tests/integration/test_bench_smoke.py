@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_log.bench.runner import run_bench
-from spark_log.embedded.process import live_children
+from liftlog.bench.runner import run_bench
+from liftlog.embedded.process import live_children
 
 SMOKE_RECORDS = 2000
 SMOKE_SIZE = 100

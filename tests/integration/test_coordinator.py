@@ -29,7 +29,7 @@ from coordinator.znodes import (
     partition_state_path,
     stream_path,
 )
-from spark_log.embedded import ChildProcess, free_port
+from liftlog.embedded import ChildProcess, free_port
 from spark_log.errors import (
     InvalidRequestError,
     PartitionNotFoundError,

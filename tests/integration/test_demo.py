@@ -12,7 +12,7 @@ def test_demo_runs_end_to_end(tmp_path):
         [
             sys.executable,
             "-m",
-            "spark_log.cli",
+            "liftlog.cli",
             "demo",
             "--events",
             "600",

@@ -13,11 +13,11 @@ import nats
 import pytest
 
 from coordinator.zk import ZkSession
+from liftlog.embedded import ChildProcess, NatsServer, Standalone, ZooKeeperServer, free_port
+from liftlog.embedded.java import java_major_version
+from liftlog.embedded.probes import four_letter_word, http_ok
+from liftlog.embedded.process import live_children
 from spark_log.config import DEFAULT_SEGMENT_BYTES
-from spark_log.embedded import ChildProcess, NatsServer, Standalone, ZooKeeperServer, free_port
-from spark_log.embedded.java import java_major_version
-from spark_log.embedded.probes import four_letter_word, http_ok
-from spark_log.embedded.process import live_children
 from spark_log.errors import ConfigError, InvalidRequestError, ProcessStartError
 from tests.waiting import wait_for
 
@@ -34,7 +34,7 @@ threading.Event().wait()
 """
 _STANDALONE = """
 import sys
-from spark_log.embedded import Standalone
+from liftlog.embedded import Standalone
 standalone = Standalone(0, sys.argv[1], int(sys.argv[2]), int(sys.argv[3])).start()
 print(f"ready nats={standalone.nats.pid} zookeeper={standalone.zookeeper.pid}", flush=True)
 standalone.run_forever()
@@ -42,7 +42,7 @@ print("stopped", flush=True)
 """
 _LEAVES_A_CHILD = """
 import sys
-from spark_log.embedded import ChildProcess
+from liftlog.embedded import ChildProcess
 child = ChildProcess("left behind", [sys.executable, "-c", sys.argv[1]], sys.argv[2]).start()
 print(f"ready pid={child.pid}", flush=True)
 """

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_log.embedded.process import free_port
+from liftlog.embedded.process import free_port
 from tests.waiting import wait_for
 
 STARTUP_TIMEOUT_S = 90
@@ -18,7 +18,7 @@ STARTUP_TIMEOUT_S = 90
 
 def _cli(*args: str, server: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "spark_log.cli", *args, "--server", server],
+        [sys.executable, "-m", "liftlog.cli", *args, "--server", server],
         input=stdin,
         capture_output=True,
         text=True,
@@ -53,7 +53,7 @@ class Standalone:
             [
                 sys.executable,
                 "-m",
-                "spark_log.cli",
+                "liftlog.cli",
                 "standalone",
                 "--data-dir",
                 str(data_dir),
@@ -149,7 +149,7 @@ def test_node_command_rejects_unknown_config_keys(tmp_path: Path):
     config = tmp_path / "node.toml"
     config.write_text('broker_id = 1\ndata_dir = "/tmp/x"\nzk_conect = "127.0.0.1:2181"\n')
     result = subprocess.run(
-        [sys.executable, "-m", "spark_log.cli", "node", "--config", str(config)],
+        [sys.executable, "-m", "liftlog.cli", "node", "--config", str(config)],
         capture_output=True,
         text=True,
         timeout=60,

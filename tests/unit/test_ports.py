@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from spark_log.bench.js_cluster import ClusterPorts
-from spark_log.embedded.process import free_port
+from liftlog.bench.js_cluster import ClusterPorts
+from liftlog.embedded.process import free_port
 
 
 def test_free_port_does_not_hand_out_a_port_twice():

@@ -1,0 +1,56 @@
+"""What the benchmark reads from the Liftlog node itself: HW, drop counters, peak RSS.
+
+These are the node's own figures (REST describe, ``/metrics``, ``/proc``), not the
+publisher's view, so "recorded" means committed by the leader.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from liftlog.bench.errors import BenchError
+from spark_log.rest import RestClient
+
+PROBE_TIMEOUT_S = 5.0
+SLOW_CONSUMER_METRIC = "liftlog_slow_consumer_drops_total"
+_KIB = 1024
+_BYTES_PER_MB = 1_000_000
+
+
+def high_watermark(rest: RestClient, stream: str, partition: int = 0) -> int:
+    """The partition's HW from ``GET /v1/streams/{stream}`` (the first uncommitted offset)."""
+    body = rest.get_json(f"/v1/streams/{stream}")
+    for p in body["partitions"]:
+        if p["partition"] == partition:
+            return int(p["high_watermark"] or 0)
+    raise BenchError(f"stream {stream} has no partition {partition}")
+
+
+def slow_consumer_drops(api_url: str, stream: str) -> int:
+    """The node's ``liftlog_slow_consumer_drops_total`` summed over the stream's partitions."""
+    try:
+        with urllib.request.urlopen(f"{api_url}/metrics", timeout=PROBE_TIMEOUT_S) as resp:
+            text = resp.read().decode()
+    except (urllib.error.URLError, OSError) as exc:
+        raise BenchError(f"cannot read {api_url}/metrics: {exc}") from exc
+    pattern = re.compile(
+        rf'^{SLOW_CONSUMER_METRIC}{{[^}}]*stream="{re.escape(stream)}"[^}}]*}} (\S+)$', re.M
+    )
+    return int(sum(float(value) for value in pattern.findall(text)))
+
+
+def peak_rss_mb(pid: int) -> float:
+    """``VmHWM`` (peak resident set) of a process in MB (10^6 bytes, like the MB/s figures):
+    the most memory it ever held."""
+    status = Path(f"/proc/{pid}/status")
+    try:
+        text = status.read_text()
+    except OSError as exc:
+        raise BenchError(f"cannot read {status}: {exc}") from exc
+    match = re.search(r"^VmHWM:\s+(\d+) kB$", text, re.M)
+    if match is None:
+        raise BenchError(f"no VmHWM in {status}")
+    return int(match.group(1)) * _KIB / _BYTES_PER_MB

@@ -1,0 +1,227 @@
+"""``liftlog standalone``: NATS, ZooKeeper and N ingest nodes on one machine.
+
+Layout under ``data_dir`` (restarting on the same directory keeps everything, ZooKeeper's
+znodes and sessions included)::
+
+    nats/            NATS data (JetStream store when enabled)
+    zookeeper/       zoo.cfg and ZooKeeper's snapshots and transaction logs
+    node-<i>/        node i's partition logs
+    lake/            the Delta lake all nodes export to (one table per stream incarnation)
+    config/node-<i>.toml
+    logs/            nats.log, zookeeper.log, node-<i>.log
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any, Self
+
+from liftlog.embedded.component import Component
+from liftlog.embedded.lifecycle import StartStop
+from liftlog.embedded.nats import DEFAULT_NATS_HOST, NatsServer
+from liftlog.embedded.node import NodeProcess
+from liftlog.embedded.ports import free_port_block
+from liftlog.embedded.process import DEFAULT_STOP_TIMEOUT_S, free_port
+from liftlog.embedded.zookeeper import ZooKeeperServer
+from spark_log.config import LAKE_DIR_NAME, LakeConfig, NodeConfig
+from spark_log.errors import InvalidRequestError, LiftlogError, ProcessStartError
+from spark_log.typed_config import from_mapping, to_mapping
+
+DEFAULT_STANDALONE_DATA_DIR = "liftlog-data"
+DEFAULT_STANDALONE_NODES = 1
+DEFAULT_STANDALONE_NATS_PORT = 4222
+DEFAULT_STANDALONE_ZK_PORT = 2181
+DEFAULT_STANDALONE_API_PORT = 9644
+RUN_FOREVER_POLL_INTERVAL_S = 1.0
+
+
+class Standalone(StartStop):
+    """The embedded deployment; a context manager that starts on enter and stops on exit."""
+
+    def __init__(
+        self,
+        nodes: int = DEFAULT_STANDALONE_NODES,
+        data_dir: str | Path = DEFAULT_STANDALONE_DATA_DIR,
+        nats_port: int = DEFAULT_STANDALONE_NATS_PORT,
+        zk_port: int = DEFAULT_STANDALONE_ZK_PORT,
+        api_port: int = DEFAULT_STANDALONE_API_PORT,
+        node_overrides: Mapping[str, Any] | None = None,
+        *,
+        host: str = DEFAULT_NATS_HOST,
+        jetstream: bool = False,
+        nats_monitor_port: int | None = None,
+    ) -> None:
+        if nodes < 0:
+            raise InvalidRequestError(f"nodes must be >= 0, got {nodes}")
+        self.data_dir = Path(data_dir)
+        self._owned_dir = False  # set by local(): a temporary directory stop() removes
+        logs = self.data_dir / "logs"
+        self.nats = NatsServer(
+            nats_port,
+            self.data_dir / "nats",
+            jetstream,
+            host,
+            monitor_port=nats_monitor_port,
+            log_path=logs / "nats.log",
+        )
+        self.zookeeper = ZooKeeperServer(
+            zk_port, self.data_dir / "zookeeper", host, log_path=logs / "zookeeper.log"
+        )
+        self.nodes = [
+            self._node_process(i, host, api_port + i - 1, node_overrides or {})
+            for i in range(1, nodes + 1)
+        ]
+
+    def _node_process(
+        self, broker_id: int, host: str, api_port: int, overrides: Mapping[str, Any]
+    ) -> NodeProcess:
+        base = NodeConfig(
+            broker_id=broker_id,
+            data_dir=str(self.data_dir / f"node-{broker_id}"),
+            api_host=host,
+            api_port=api_port,
+            nats_url=self.nats.url,
+            zk_connect=self.zookeeper.connect_string,
+            lake=LakeConfig(uri=str(self.data_dir / LAKE_DIR_NAME)),  # shared by every node
+        )
+        config = from_mapping(NodeConfig, _merge(to_mapping(base), overrides), "node_overrides")
+        return NodeProcess(
+            config,
+            self.data_dir / "config" / f"node-{broker_id}.toml",
+            log_path=self.data_dir / "logs" / f"node-{broker_id}.log",
+        )
+
+    @classmethod
+    def local(cls, nodes: int = 1, data_dir: str | Path | None = None) -> Self:
+        """A stack on free ports, in ``data_dir`` or a temporary directory removed by
+        ``stop()``: what a notebook or a script starts when it has no cluster to connect to.
+        Not started yet: call ``start()`` or use it in a ``with`` block."""
+        owned = data_dir is None
+        root = Path(tempfile.mkdtemp(prefix="liftlog-")) if data_dir is None else Path(data_dir)
+        stack = cls(
+            nodes=nodes,
+            data_dir=root,
+            nats_port=free_port(),
+            zk_port=free_port(),
+            api_port=free_port_block(max(nodes, 1)),
+        )
+        stack._owned_dir = owned
+        return stack
+
+    @property
+    def servers(self) -> str:
+        """The nodes' REST URLs, comma-separated: the ``servers`` of the client, the CLI and
+        ``spark.read.format("liftlog")``."""
+        return ",".join(node.api_url for node in self.nodes)
+
+    def start(self) -> Self:
+        """NATS and ZooKeeper in parallel, then the nodes; every one waited ready.
+
+        If anything fails to start, whatever did start is stopped before the error propagates.
+        """
+        try:
+            _start_together([self.nats, self.zookeeper])
+            _start_together(self.nodes)
+        except LiftlogError:
+            self.stop()
+            raise
+        return self
+
+    def stop(self, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> None:
+        """Nodes first (they deregister and flush while ZooKeeper and NATS are still up)."""
+        _stop_together(self.nodes, timeout_s)
+        _stop_together([self.zookeeper, self.nats], timeout_s)
+        if self._owned_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def node(self, i: int) -> NodeProcess:
+        """Node ``i`` (1-based, equal to its broker id)."""
+        if not 1 <= i <= len(self.nodes):
+            raise InvalidRequestError(f"no node {i}: this standalone has {len(self.nodes)}")
+        return self.nodes[i - 1]
+
+    def restart_node(self, i: int, timeout_s: float | None = None) -> NodeProcess:
+        """Stop node ``i`` (cleanly if still running) and start it again on the same data."""
+        return self.node(i).restart(timeout_s)
+
+    def endpoints(self) -> list[tuple[str, str]]:
+        """(name, address) of every component, in the order a user needs them."""
+        found = [
+            ("nats", self.nats.url),
+            ("nats monitor", self.nats.monitor_url),
+            ("zookeeper", self.zookeeper.connect_string),
+        ]
+        found += [(f"node-{n.broker_id} api", n.api_url) for n in self.nodes]
+        return found
+
+    def run_forever(self) -> None:
+        """Block until SIGINT/SIGTERM, then stop everything (the CLI's foreground mode).
+
+        Returns early, after stopping everything, if NATS or ZooKeeper dies: the nodes cannot
+        work without them. A dead node is reported once and left for the operator.
+        """
+        if threading.current_thread() is not threading.main_thread():
+            raise ProcessStartError("run_forever must be called from the main thread")
+        signalled = threading.Event()
+
+        def on_signal(signum: int, _frame: FrameType | None) -> None:
+            signalled.set()
+
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self._watch_until(signalled)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            self.stop()
+
+    def _watch_until(self, signalled: threading.Event) -> None:
+        reported: set[str] = set()
+        while not signalled.wait(RUN_FOREVER_POLL_INTERVAL_S):
+            for core in (self.nats, self.zookeeper):
+                if not core.is_running():
+                    print(f"{core.name} exited; stopping everything", file=sys.stderr)
+                    return
+            for node in self.nodes:
+                if not node.is_running() and node.name not in reported:
+                    reported.add(node.name)
+                    print(f"{node.name} exited; see {node.log_path}", file=sys.stderr)
+
+
+def _start_together(components: Sequence[Component]) -> None:
+    """Spawn all, then wait for each: start-up time is the slowest one's, not the sum."""
+    for component in components:
+        component.spawn()
+    for component in components:
+        component.wait_ready()
+
+
+def _stop_together(components: Sequence[Component], timeout_s: float) -> None:
+    """SIGTERM all first so they shut down in parallel, then wait for (or kill) each."""
+    for component in components:
+        if component.is_running():
+            component.process.terminate()
+    for component in components:
+        component.stop(timeout_s)
+
+
+def _merge(base: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Overrides win; nested tables (``log``, ``ingest``) merge key by key."""
+    merged = dict(base)
+    for key, value in overrides.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = to_mapping(value) if _is_dataclass_instance(value) else value
+    return merged
+
+
+def _is_dataclass_instance(value: Any) -> bool:
+    return hasattr(value, "__dataclass_fields__") and not isinstance(value, type)
