@@ -2,6 +2,9 @@
 
 A spec is stored in ZooKeeper as versioned JSON and compared field by field, so that creating
 an identical stream twice is idempotent and a conflicting create is refused.
+
+Validation messages name fields as JSON (``"load_balance": true``), the words of the REST API;
+the CLI rewrites such references into its flags (``--load-balance``) in one place.
 """
 
 from __future__ import annotations
@@ -59,22 +62,22 @@ class StreamSpec:
         validate_stream_name(self.name)
         validate_subject(self.subject)
         if not 1 <= self.partitions <= MAX_PARTITIONS:
-            raise InvalidRequestError(f"partitions must be in 1..{MAX_PARTITIONS}")
+            raise InvalidRequestError(f'"partitions" must be in 1..{MAX_PARTITIONS}')
         if self.replication_factor < 1:
-            raise InvalidRequestError("replication_factor must be >= 1")
+            raise InvalidRequestError('"replication_factor" must be >= 1')
         if self.min_isr is not None and not 1 <= self.min_isr <= self.replication_factor:
-            raise InvalidRequestError("min_isr must be in 1..replication_factor")
+            raise InvalidRequestError('"min_isr" must be between 1 and "replication_factor"')
         for name in ("retention_ms", "retention_bytes", "retention_messages"):
             value = getattr(self, name)
             if value is not None and value <= 0:
-                raise InvalidRequestError(f"{name} must be > 0 when set")
+                raise InvalidRequestError(f'"{name}" must be > 0 when set')
         if self.max_record_bytes <= 0:
-            raise InvalidRequestError("max_record_bytes must be > 0")
+            raise InvalidRequestError('"max_record_bytes" must be > 0')
         _validate_compaction(self)
         if self.partitions > 1 and not self.load_balance and self.subject.endswith(">"):
             raise InvalidRequestError(
                 "a subject ending in '>' cannot take per-partition suffixes; "
-                "use load_balance=true or a subject without '>'"
+                "use \"load_balance\": true or a subject without '>'"
             )
 
     @property
@@ -109,11 +112,13 @@ class StreamSpec:
 def _validate_compaction(spec: StreamSpec) -> None:
     if spec.compaction_interval_s is not None:
         if not spec.compaction:
-            raise InvalidRequestError("compaction_interval_s needs compaction=true")
+            raise InvalidRequestError(
+                '"compaction_interval_s" needs compaction: set "compaction": true'
+            )
         if spec.compaction_interval_s <= 0:
-            raise InvalidRequestError("compaction_interval_s must be > 0 when set")
+            raise InvalidRequestError('"compaction_interval_s" must be > 0 when set')
     if spec.delete_retention_ms < 0:
-        raise InvalidRequestError("delete_retention_ms must be >= 0")
+        raise InvalidRequestError('"delete_retention_ms" must be >= 0')
 
 
 def validate_stream_name(name: str) -> None:

@@ -4,7 +4,8 @@ Every child runs in its own session (and so its own process group): a Ctrl-C in 
 reaches the parent only, which then stops the children in order (nodes before ZooKeeper), and
 ``stop`` can SIGKILL the whole group so nothing a child forked survives it. Output goes to a log
 file, never to a pipe nobody reads (a full pipe blocks the child). Every started child is
-tracked so an ``atexit`` hook can SIGKILL leftovers if the parent exits without stopping them.
+tracked so an ``atexit`` hook can SIGKILL leftovers if the parent exits without stopping them,
+and the kernel kills every child if the parent itself is killed (``parent_death``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from liftlog.embedded.parent_death import popen_dying_with_parent
 from spark_log.errors import ProcessStartError
 
 DEFAULT_STOP_TIMEOUT_S = 15.0
@@ -76,7 +78,7 @@ class ChildProcess:
             )
             log.flush()
             try:
-                self._popen = subprocess.Popen(
+                self._popen = popen_dying_with_parent(
                     self.argv,
                     stdin=subprocess.DEVNULL,
                     stdout=log,

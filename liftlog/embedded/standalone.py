@@ -13,12 +13,13 @@ znodes and sessions included)::
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any, Self
@@ -27,8 +28,18 @@ from liftlog.embedded.component import Component
 from liftlog.embedded.lifecycle import StartStop
 from liftlog.embedded.nats import DEFAULT_NATS_HOST, NatsServer
 from liftlog.embedded.node import NodeProcess
+from liftlog.embedded.port_check import (
+    PORT_NATS,
+    PORT_NATS_MONITOR,
+    PORT_NODE_API,
+    PORT_ZOOKEEPER,
+    PlannedPort,
+    PortInUseError,
+    busy_ports,
+)
 from liftlog.embedded.ports import free_port_block
 from liftlog.embedded.process import DEFAULT_STOP_TIMEOUT_S, free_port
+from liftlog.embedded.restarts import NodeRestarter
 from liftlog.embedded.zookeeper import ZooKeeperServer
 from spark_log.config import LAKE_DIR_NAME, LakeConfig, NodeConfig
 from spark_log.errors import InvalidRequestError, LiftlogError, ProcessStartError
@@ -39,7 +50,12 @@ DEFAULT_STANDALONE_NODES = 1
 DEFAULT_STANDALONE_NATS_PORT = 4222
 DEFAULT_STANDALONE_ZK_PORT = 2181
 DEFAULT_STANDALONE_API_PORT = 9644
-RUN_FOREVER_POLL_INTERVAL_S = 1.0
+# How often run_forever looks at its children (a restart backoff is as precise as this).
+RUN_FOREVER_POLL_INTERVAL_S = 0.25
+
+
+def _quiet(_line: str) -> None:
+    """The default reporter: a library stack says nothing."""
 
 
 class Standalone(StartStop):
@@ -57,10 +73,14 @@ class Standalone(StartStop):
         host: str = DEFAULT_NATS_HOST,
         jetstream: bool = False,
         nats_monitor_port: int | None = None,
+        report: Callable[[str], None] = _quiet,
     ) -> None:
         if nodes < 0:
             raise InvalidRequestError(f"nodes must be >= 0, got {nodes}")
-        self.data_dir = Path(data_dir)
+        # absolute: the node config files must not depend on the directory a node starts in
+        self.data_dir = Path(os.path.abspath(data_dir))
+        self.host = host
+        self.report = report
         self._owned_dir = False  # set by local(): a temporary directory stop() removes
         logs = self.data_dir / "logs"
         self.nats = NatsServer(
@@ -121,11 +141,32 @@ class Standalone(StartStop):
         ``spark.read.format("liftlog")``."""
         return ",".join(node.api_url for node in self.nodes)
 
+    def planned_ports(self) -> list[PlannedPort]:
+        """Every port the stack will listen on, with what listens there."""
+        planned = [
+            PlannedPort(self.nats.port, PORT_NATS, "NATS"),
+            PlannedPort(self.nats.monitor_port, PORT_NATS_MONITOR, "NATS monitor"),
+            PlannedPort(self.zookeeper.port, PORT_ZOOKEEPER, "ZooKeeper"),
+        ]
+        planned += [
+            PlannedPort(n.config.api_port, PORT_NODE_API, f"node {n.broker_id} API")
+            for n in self.nodes
+        ]
+        return planned
+
+    def check_ports(self) -> None:
+        """PortInUseError naming every planned port that is taken (nothing is started)."""
+        busy = busy_ports(self.host, self.planned_ports())
+        if busy:
+            raise PortInUseError(busy, self.host)
+
     def start(self) -> Self:
-        """NATS and ZooKeeper in parallel, then the nodes; every one waited ready.
+        """Check every port, then NATS and ZooKeeper in parallel, then the nodes; every one
+        waited ready.
 
         If anything fails to start, whatever did start is stopped before the error propagates.
         """
+        self.check_ports()
         try:
             _start_together([self.nats, self.zookeeper])
             _start_together(self.nodes)
@@ -135,9 +176,13 @@ class Standalone(StartStop):
         return self
 
     def stop(self, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> None:
-        """Nodes first (they deregister and flush while ZooKeeper and NATS are still up)."""
-        _stop_together(self.nodes, timeout_s)
-        _stop_together([self.zookeeper, self.nats], timeout_s)
+        """Nodes first (they deregister and flush while ZooKeeper and NATS are still up);
+        each stopped process is reported with its PID."""
+        for group in (self.nodes, [self.zookeeper, self.nats]):
+            running = [c for c in group if c.is_running()]
+            _stop_together(group, timeout_s)
+            for component in running:
+                self.report(f"stopped {component.name} (pid {component.pid})")
         if self._owned_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
@@ -165,7 +210,8 @@ class Standalone(StartStop):
         """Block until SIGINT/SIGTERM, then stop everything (the CLI's foreground mode).
 
         Returns early, after stopping everything, if NATS or ZooKeeper dies: the nodes cannot
-        work without them. A dead node is reported once and left for the operator.
+        work without them. A node that exits is restarted with exponential backoff
+        (``restarts.NodeRestarter``), each restart reported.
         """
         if threading.current_thread() is not threading.main_thread():
             raise ProcessStartError("run_forever must be called from the main thread")
@@ -183,16 +229,14 @@ class Standalone(StartStop):
             self.stop()
 
     def _watch_until(self, signalled: threading.Event) -> None:
-        reported: set[str] = set()
+        restarters = [NodeRestarter(node, self.report) for node in self.nodes]
         while not signalled.wait(RUN_FOREVER_POLL_INTERVAL_S):
             for core in (self.nats, self.zookeeper):
                 if not core.is_running():
                     print(f"{core.name} exited; stopping everything", file=sys.stderr)
                     return
-            for node in self.nodes:
-                if not node.is_running() and node.name not in reported:
-                    reported.add(node.name)
-                    print(f"{node.name} exited; see {node.log_path}", file=sys.stderr)
+            for restarter in restarters:
+                restarter.check()
 
 
 def _start_together(components: Sequence[Component]) -> None:

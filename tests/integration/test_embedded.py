@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
+import socket
 import stat
 import sys
 from pathlib import Path
@@ -15,6 +17,7 @@ import pytest
 from coordinator.zk import ZkSession
 from liftlog.embedded import ChildProcess, NatsServer, Standalone, ZooKeeperServer, free_port
 from liftlog.embedded.java import java_major_version
+from liftlog.embedded.port_check import PORT_NODE_API, PORT_ZOOKEEPER, PortInUseError
 from liftlog.embedded.probes import four_letter_word, http_ok
 from liftlog.embedded.process import live_children
 from spark_log.config import DEFAULT_SEGMENT_BYTES
@@ -205,6 +208,42 @@ def test_standalone_builds_one_config_per_node(zookeeper, temp_dir):
         standalone.node(4)
     with pytest.raises(ConfigError, match="fsink"):
         Standalone(nodes=1, data_dir=temp_dir, node_overrides={"log": {"fsink": "never"}})
+
+
+def test_standalone_resolves_a_relative_data_dir_for_its_node_configs(temp_dir, monkeypatch):
+    monkeypatch.chdir(temp_dir)
+    standalone = Standalone(nodes=1, data_dir="relative", api_port=free_port())
+
+    config = standalone.node(1).config
+    assert standalone.data_dir == temp_dir / "relative"
+    assert config.data_dir == str(temp_dir / "relative" / "node-1")
+    assert config.lake.uri == str(temp_dir / "relative" / "lake")
+
+
+def test_standalone_names_every_taken_port_and_starts_nothing(temp_dir):
+    with contextlib.ExitStack() as stack:
+        zk, api = (stack.enter_context(socket.socket()) for _ in range(2))
+        for sock in (zk, api):
+            sock.bind(("127.0.0.1", 0))
+            sock.listen()
+        zk_port, api_port = zk.getsockname()[1], api.getsockname()[1]
+        standalone = Standalone(
+            nodes=1,
+            data_dir=temp_dir / "data",
+            nats_port=free_port(),
+            zk_port=zk_port,
+            api_port=api_port,
+        )
+        with pytest.raises(PortInUseError) as raised:
+            standalone.start()
+
+    assert [(p.kind, p.port) for p in raised.value.busy] == [
+        (PORT_ZOOKEEPER, zk_port),
+        (PORT_NODE_API, api_port),
+    ]
+    assert f"port {zk_port} (ZooKeeper)" in raised.value.message
+    assert not (temp_dir / "data").exists()
+    assert not [p.name for p in (standalone.nats, standalone.zookeeper) if p.is_running()]
 
 
 # -- child processes ------------------------------------------------------------------------

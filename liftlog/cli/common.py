@@ -1,0 +1,48 @@
+"""What every command group shares: the ``--server`` option, the REST client, table output."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from spark_log.rest import DEFAULT_SERVER, RestClient
+
+SERVER_ENV = "LIFTLOG_SERVER"
+
+
+def add_server_arg(parser: argparse.ArgumentParser) -> None:
+    """``--server``: the REST base URLs of any nodes (the client fails over between them)."""
+    from_env = os.environ.get(SERVER_ENV)
+    source = (
+        f"{from_env}, from ${SERVER_ENV}" if from_env else f"{DEFAULT_SERVER}, or ${SERVER_ENV}"
+    )
+    parser.add_argument(
+        "--server",
+        default=from_env or DEFAULT_SERVER,
+        help=f"REST base URL(s) of any node, comma-separated (default: {source})",
+    )
+
+
+def add_json_arg(parser: argparse.ArgumentParser, what: str = "the result") -> None:
+    parser.add_argument(
+        "--json", action="store_true", help=f"print {what} as JSON (default: a table)"
+    )
+
+
+def rest(args: argparse.Namespace, timeout_s: float | None = None) -> RestClient:
+    """A REST client for ``--server`` (with a longer timeout for slow admin calls)."""
+    return RestClient(args.server) if timeout_s is None else RestClient(args.server, timeout_s)
+
+
+def num(value: Any) -> str:
+    """An offset or count for a table cell; '-' when unknown."""
+    return "-" if value is None else str(value)
+
+
+def print_table(headers: list[str], rows: list[list[Any]]) -> None:
+    """Left-aligned columns two spaces apart, like ``kafka-topics --describe``."""
+    cells = [headers, *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    for row in cells:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())

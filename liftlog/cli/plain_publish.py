@@ -1,0 +1,83 @@
+"""``liftlog publish --plain``: exactly what any NATS client sends, for the "any NATS client"
+step of the docs without the ``nats`` CLI: the value as the payload on the stream's partition
+subject, no Liftlog headers, as a request so the node's ack comes back and is printed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from types import SimpleNamespace
+from typing import Any
+
+import nats
+import nats.errors
+
+from liftlog.cli.common import rest
+from spark_log.errors import InvalidRequestError, RequestTimeoutError, UnavailableError
+from spark_log.stream_spec import StreamSpec
+from spark_log.wire import error_from_json
+
+PLAIN_ACK_TIMEOUT_S = 10.0
+PLAIN_CONNECT_TIMEOUT_S = 5.0
+
+
+async def publish_plain(args: argparse.Namespace, values: list[str]) -> int:
+    """Send each value as a NATS request and print the ack (or raise the error ack)."""
+    from liftlog.cli.publish import ack_line
+
+    client = rest(args)
+    spec = StreamSpec.from_json(client.get_json(f"/v1/streams/{args.stream}")["spec"])
+    partition = 0 if args.partition is None else args.partition
+    if not 0 <= partition < spec.partitions:
+        raise InvalidRequestError(f"stream {spec.name} has no partition {partition}")
+    subject = spec.partition_subject(partition)
+    url = args.nats_url or _nats_url(client.get_json("/v1/cluster"))
+    nc = await _connect(url)
+    try:
+        for value in values:
+            reply = await _request(nc, subject, value.encode())
+            print(ack_line(_ack(reply, spec.name)), flush=True)
+    finally:
+        await nc.close()
+    return 0
+
+
+def _nats_url(cluster: dict[str, Any]) -> str:
+    brokers = cluster.get("brokers") or []
+    if not brokers:
+        raise UnavailableError("no live broker to learn the NATS URL from; give --nats-url")
+    return str(brokers[0]["nats_url"])
+
+
+async def _connect(url: str) -> Any:
+    try:
+        return await nats.connect(
+            url, connect_timeout=PLAIN_CONNECT_TIMEOUT_S, max_reconnect_attempts=0
+        )
+    except (nats.errors.Error, OSError) as exc:
+        raise UnavailableError(f"cannot connect to NATS at {url}: {exc}") from exc
+
+
+async def _request(nc: Any, subject: str, payload: bytes) -> bytes:
+    try:
+        msg = await nc.request(subject, payload, timeout=PLAIN_ACK_TIMEOUT_S)
+    except nats.errors.NoRespondersError:
+        raise UnavailableError(
+            f"no Liftlog node records {subject!r} (no responders); is the stream deleted?"
+        ) from None
+    except nats.errors.TimeoutError:
+        raise RequestTimeoutError(f"no ack on {subject!r} within {PLAIN_ACK_TIMEOUT_S}s") from None
+    return bytes(msg.data)
+
+
+def _ack(data: bytes, stream: str) -> SimpleNamespace:
+    body = json.loads(data)
+    if "error" in body:
+        raise error_from_json(body["error"])
+    return SimpleNamespace(
+        stream=body.get("stream", stream),
+        partition=body["partition"],
+        offset=body["offset"],
+        count=body.get("count", 1),
+        duplicate=bool(body.get("duplicate", False)),
+    )

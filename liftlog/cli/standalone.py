@@ -1,0 +1,143 @@
+"""``liftlog standalone`` (the embedded dev stack) and ``liftlog node`` (one ingest node)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from liftlog.embedded.port_check import (
+    PORT_NATS,
+    PORT_NODE_API,
+    PORT_ZOOKEEPER,
+    PortInUseError,
+)
+from liftlog.embedded.standalone import (
+    DEFAULT_STANDALONE_API_PORT,
+    DEFAULT_STANDALONE_DATA_DIR,
+    DEFAULT_STANDALONE_NATS_PORT,
+    DEFAULT_STANDALONE_NODES,
+    DEFAULT_STANDALONE_ZK_PORT,
+)
+
+DEFAULT_NODE_LOG_LEVEL = "INFO"
+# The flag that moves each kind of port (the NATS monitor port is picked free, no flag).
+PORT_FLAGS = {
+    PORT_NATS: "--nats-port",
+    PORT_ZOOKEEPER: "--zk-port",
+    PORT_NODE_API: "--api-port",
+}
+
+
+class PortsTakenError(PortInUseError):
+    """PortInUseError in the CLI's words: each busy port with the flag that moves it."""
+
+    def __init__(self, error: PortInUseError) -> None:
+        super().__init__(error.busy, "")
+        self.message = "; ".join(
+            f"port {p.port} ({p.role}) is in use; choose another with {PORT_FLAGS[p.kind]}"
+            if p.kind in PORT_FLAGS
+            else f"port {p.port} ({p.role}) is in use; try again"
+            for p in error.busy
+        )
+
+
+def add_standalone_parser(sub: Any) -> None:
+    p = sub.add_parser("standalone", help="run NATS, ZooKeeper and N nodes on this machine")
+    p.add_argument(
+        "--nodes",
+        type=int,
+        default=DEFAULT_STANDALONE_NODES,
+        help=f"number of ingest nodes (default: {DEFAULT_STANDALONE_NODES})",
+    )
+    p.add_argument(
+        "--data-dir",
+        default=DEFAULT_STANDALONE_DATA_DIR,
+        help=f"where everything is kept; a restart on it keeps all data "
+        f"(default: {DEFAULT_STANDALONE_DATA_DIR})",
+    )
+    p.add_argument(
+        "--nats-port",
+        type=int,
+        default=DEFAULT_STANDALONE_NATS_PORT,
+        help=f"NATS client port (default: {DEFAULT_STANDALONE_NATS_PORT})",
+    )
+    p.add_argument(
+        "--zk-port",
+        type=int,
+        default=DEFAULT_STANDALONE_ZK_PORT,
+        help=f"ZooKeeper client port (default: {DEFAULT_STANDALONE_ZK_PORT})",
+    )
+    p.add_argument(
+        "--api-port",
+        type=int,
+        default=DEFAULT_STANDALONE_API_PORT,
+        help=f"the first node's REST port; node i uses this + i - 1 "
+        f"(default: {DEFAULT_STANDALONE_API_PORT})",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="node settings (TOML) applied to every node; no per-node identity keys "
+        "(default: none; see docs/examples/standalone.toml)",
+    )
+    p.set_defaults(run=_run_standalone)
+
+
+def _run_standalone(args: argparse.Namespace) -> int:
+    from liftlog.embedded.node_settings import load_node_settings
+    from liftlog.embedded.standalone import Standalone
+
+    settings = load_node_settings(args.config) if args.config else {}
+    stack = Standalone(
+        nodes=args.nodes,
+        data_dir=args.data_dir,
+        nats_port=args.nats_port,
+        zk_port=args.zk_port,
+        api_port=args.api_port,
+        node_overrides=settings,
+        report=_say,
+    )
+    try:
+        stack.check_ports()
+    except PortInUseError as exc:
+        raise PortsTakenError(exc) from None
+    config = f", settings from {args.config}" if args.config else ""
+    _say(
+        f"starting Liftlog standalone ({args.nodes} node(s), data in {stack.data_dir}{config}) ..."
+    )
+    try:
+        stack.start()
+    except KeyboardInterrupt:  # Ctrl-C while starting: stop what did start, and say so
+        stack.stop()
+        raise
+    for name, url in stack.endpoints():
+        _say(f"{name:<14} {url}")
+    _say("ready; Ctrl-C stops everything")
+    stack.run_forever()
+    return 0
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def add_node_parser(sub: Any) -> None:
+    p = sub.add_parser("node", help="run one ingest node against existing NATS and ZooKeeper")
+    p.add_argument(
+        "--config",
+        required=True,
+        metavar="FILE",
+        help="node config file (TOML, required; see docs/examples/node.toml)",
+    )
+    p.add_argument(
+        "--log-level",
+        default=DEFAULT_NODE_LOG_LEVEL,
+        help=f"Python logging level (default: {DEFAULT_NODE_LOG_LEVEL})",
+    )
+    p.set_defaults(run=_run_node)
+
+
+def _run_node(args: argparse.Namespace) -> int:
+    from ingest.__main__ import main as ingest_main
+
+    return int(ingest_main(["--config", args.config, "--log-level", args.log_level]))

@@ -1,0 +1,217 @@
+"""``liftlog stream ...``: create, list, describe, alter-free admin actions over REST."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+from liftlog.cli.common import add_json_arg, add_server_arg, rest
+from liftlog.cli.describe import print_describe, print_flush, print_stream_list
+from spark_log.stream_spec import (
+    ACK_POLICIES,
+    DEFAULT_DELETE_RETENTION_MS,
+    DEFAULT_MAX_RECORD_BYTES,
+    DEFAULT_PARTITIONS,
+    DEFAULT_REPLICATION_FACTOR,
+)
+
+# A flush waits for the lake export on every leader (the node's lake.flush_timeout_s, 60 s by
+# default, plus the forwarding margin), so the CLI waits longer than for other calls.
+FLUSH_REST_TIMEOUT_S = 120.0
+# Optional spec fields sent only when given (the server applies its own defaults otherwise).
+OPTIONAL_SPEC_FIELDS = (
+    "min_isr",
+    "ack_policy",
+    "retention_ms",
+    "retention_bytes",
+    "retention_messages",
+    "max_record_bytes",
+    "compaction_interval_s",
+    "delete_retention_ms",
+)
+
+
+def add_stream_parser(sub: Any) -> argparse.ArgumentParser:
+    """Returns the ``stream create`` parser: its flags name the stream spec's fields."""
+    p = sub.add_parser("stream", help="create, list, describe, delete, pause, resume, flush")
+    ssub = p.add_subparsers(title="stream commands", metavar="COMMAND")
+    create = _create_parser(ssub)
+    _unclean_parser(ssub)
+    listing = ssub.add_parser("list", help="list streams")
+    add_json_arg(listing, "the streams")
+    add_server_arg(listing)
+    listing.set_defaults(run=_stream_list)
+    for name, fn, helptext in (
+        ("describe", _stream_describe, "partitions, leaders, ISR, offsets, lake table"),
+        ("delete", _stream_delete, "delete a stream and its data"),
+        ("pause", _stream_action("pause"), "stop recording (records stay readable)"),
+        ("resume", _stream_action("resume"), "start recording again"),
+        ("flush", _stream_flush, "seal, fsync and export to the lake now; prints lake offsets"),
+    ):
+        sp = ssub.add_parser(name, help=helptext)
+        sp.add_argument("name", help="the stream")
+        add_json_arg(sp, "the server's answer")
+        add_server_arg(sp)
+        sp.set_defaults(run=fn)
+    return create
+
+
+def _create_parser(ssub: Any) -> argparse.ArgumentParser:
+    create: argparse.ArgumentParser = ssub.add_parser(
+        "create", help="create a stream on a NATS subject"
+    )
+    create.add_argument("name", help="the stream's name")
+    create.add_argument("--subject", required=True, help="the NATS subject to record (required)")
+    create.add_argument(
+        "--partitions",
+        type=int,
+        default=DEFAULT_PARTITIONS,
+        help=f"number of partitions (default: {DEFAULT_PARTITIONS})",
+    )
+    create.add_argument(
+        "--replication-factor",
+        type=int,
+        default=DEFAULT_REPLICATION_FACTOR,
+        help=f"replicas per partition (default: {DEFAULT_REPLICATION_FACTOR})",
+    )
+    create.add_argument(
+        "--min-isr", type=int, help="acks=all needs this many in-sync replicas (default: majority)"
+    )
+    create.add_argument(
+        "--ack-policy", choices=ACK_POLICIES, help="default ack policy (default: all)"
+    )
+    create.add_argument(
+        "--retention-ms", type=int, help="keep records this long (default: forever)"
+    )
+    create.add_argument(
+        "--retention-bytes", type=int, help="keep at most this many bytes (default: no limit)"
+    )
+    create.add_argument(
+        "--retention-messages", type=int, help="keep at most this many records (default: no limit)"
+    )
+    create.add_argument(
+        "--max-record-bytes",
+        type=int,
+        help=f"largest record accepted (default: {DEFAULT_MAX_RECORD_BYTES})",
+    )
+    create.add_argument(
+        "--load-balance",
+        action="store_true",
+        help="all partitions share the subject through a queue group (default: off)",
+    )
+    create.add_argument(
+        "--compaction",
+        action="store_true",
+        help="keep the latest record per key in the lake (default: off)",
+    )
+    create.add_argument(
+        "--compaction-interval-s",
+        type=float,
+        help="how often `liftlog compact --watch` compacts (default: on demand only)",
+    )
+    create.add_argument(
+        "--delete-retention-ms",
+        type=int,
+        help=f"how long tombstones survive compaction (default: {DEFAULT_DELETE_RETENTION_MS})",
+    )
+    add_server_arg(create)
+    create.set_defaults(run=_stream_create)
+    return create
+
+
+def _unclean_parser(ssub: Any) -> None:
+    unclean = ssub.add_parser(
+        "elect-unclean",
+        help="elect a replica outside the ISR (shows the offsets that may be lost first)",
+    )
+    unclean.add_argument("name", help="the stream")
+    unclean.add_argument("--partition", type=int, required=True, help="the partition (required)")
+    unclean.add_argument(
+        "--broker", type=int, help="the replica to elect (default: the live one with most data)"
+    )
+    unclean.add_argument("--confirm", action="store_true", help="really elect (default: dry run)")
+    add_server_arg(unclean)
+    unclean.set_defaults(run=_stream_elect_unclean)
+
+
+def _stream_create(args: argparse.Namespace) -> int:
+    body: dict[str, Any] = {
+        "name": args.name,
+        "subject": args.subject,
+        "partitions": args.partitions,
+        "replication_factor": args.replication_factor,
+    }
+    body.update({k: getattr(args, k) for k in OPTIONAL_SPEC_FIELDS if getattr(args, k) is not None})
+    if args.load_balance:
+        body["load_balance"] = True
+    if args.compaction:
+        body["compaction"] = True
+    resp = rest(args).request("POST", "/v1/streams", json_body=body)
+    verb = "created" if resp.status == 201 else "already exists (identical spec)"
+    print(f"stream {args.name} {verb}")
+    print_describe(resp.json())
+    return 0
+
+
+def _stream_elect_unclean(args: argparse.Namespace) -> int:
+    params = {"broker_id": args.broker, "confirm": "true" if args.confirm else "false"}
+    path = f"/v1/streams/{args.name}/partitions/{args.partition}/unclean-election"
+    body = rest(args).request("POST", path, params=params).json()
+    print(
+        f"candidate broker {body['candidate']}: log end offset "
+        f"{body['candidate_log_end_offset']}, highest known HW "
+        f"{body['highest_known_high_watermark']}"
+    )
+    print(f"offsets known to be lost: {body['offsets_known_lost']} ({body['warning']})")
+    if body["elected"]:
+        print(f"elected broker {body['leader']} at leader epoch {body['leader_epoch']}")
+    else:
+        print("dry run: nothing changed; add --confirm to elect")
+    return 0
+
+
+def _stream_list(args: argparse.Namespace) -> int:
+    streams = rest(args).get_json("/v1/streams")["streams"]
+    if args.json:
+        print(json.dumps(streams, indent=2))
+    else:
+        print_stream_list(streams)
+    return 0
+
+
+def _stream_describe(args: argparse.Namespace) -> int:
+    body = rest(args).get_json(f"/v1/streams/{args.name}")
+    if args.json:
+        print(json.dumps(body, indent=2))
+    else:
+        print_describe(body)
+    return 0
+
+
+def _stream_delete(args: argparse.Namespace) -> int:
+    rest(args).request("DELETE", f"/v1/streams/{args.name}")
+    print(f"stream {args.name} deleted")
+    return 0
+
+
+def _stream_action(action: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        body = rest(args).request("POST", f"/v1/streams/{args.name}/{action}").json()
+        if args.json:
+            print(json.dumps(body, indent=2))
+        else:
+            print(f"stream {args.name}: {action} done")
+        return 0
+
+    return run
+
+
+def _stream_flush(args: argparse.Namespace) -> int:
+    body = rest(args, FLUSH_REST_TIMEOUT_S).request("POST", f"/v1/streams/{args.name}/flush")
+    if args.json:
+        print(json.dumps(body.json(), indent=2))
+    else:
+        print_flush(args.name, body.json())
+    return 0

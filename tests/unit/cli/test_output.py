@@ -1,0 +1,29 @@
+"""What the CLI prints for acks: offsets, batch counts, the deduplication marker."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from liftlog.cli.plain_publish import _ack
+from liftlog.cli.publish import ack_line
+from spark_log.errors import StreamPausedError
+
+
+def test_ack_lines():
+    ack = SimpleNamespace(stream="orders", partition=0, offset=3, count=1)
+    assert ack_line(ack) == "orders/0 offset=3"
+    assert ack_line(SimpleNamespace(**{**vars(ack), "count": 5})) == "orders/0 offset=3 count=5"
+    duplicate = SimpleNamespace(**{**vars(ack), "duplicate": True})
+    assert ack_line(duplicate) == "orders/0 offset=3 duplicate"
+    assert ack_line(None) == "published (no ack requested)"
+
+
+def test_plain_acks_are_parsed_and_error_acks_raised_typed():
+    body = {"stream": "orders", "partition": 1, "offset": 7, "duplicate": True}
+    assert ack_line(_ack(json.dumps(body).encode(), "orders")) == "orders/1 offset=7 duplicate"
+    paused = {"error": {"code": "stream_paused", "message": "stream orders is paused"}}
+    with pytest.raises(StreamPausedError):
+        _ack(json.dumps(paused).encode(), "orders")
