@@ -28,6 +28,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(PYTEST) -q -m "not slow" tests
 
 fault: $(STAMP)
@@ -50,6 +51,7 @@ bench-compact: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format liftlog spark_log ingest coordinator datasource tests bench

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from coordinator import leader_selection
 from coordinator.brokers import live_broker_epochs, shutting_down_brokers
@@ -259,8 +259,9 @@ class Controller:
         except LiftlogError as exc:
             _fail(request, exc)
         else:
-            if not request.reply.done():
-                request.reply.set_result(result)
+            reply = cast("asyncio.Future[object]", request.reply)  # each request's own type
+            if not reply.done():
+                reply.set_result(result)
 
     async def _serve(self, request: Request) -> object:
         if isinstance(request, ControlledShutdown):
@@ -521,7 +522,9 @@ def _log_change(change: PartitionChange, fence: ControllerFence) -> None:
         )
 
 
-def _log_broker_change(before: dict[int, int], after: dict[int, int], bounced: set[int]) -> None:
+def _log_broker_change(
+    before: dict[int, int], after: dict[int, int], bounced: frozenset[int]
+) -> None:
     """INFO when the live set or an incarnation changed; a mere re-check is DEBUG."""
     changed = before != after
     log.log(

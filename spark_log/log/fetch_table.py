@@ -65,4 +65,5 @@ def encode_fetch_table(table: pa.Table | None) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, FETCH_SCHEMA) as writer:
         writer.write_table(table if table is not None else FETCH_SCHEMA.empty_table())
-    return sink.getvalue().to_pybytes()
+    data: bytes = sink.getvalue().to_pybytes()
+    return data

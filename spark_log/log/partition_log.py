@@ -816,7 +816,7 @@ def _first_offset_at_or_after(view: _ReadView, timestamp_ms: int) -> int | None:
         if header.max_timestamp_ms < timestamp_ms:
             continue
         records = decode_records(view.file.pread(header.size, position))
-        index = pc.index(pc.greater_equal(records.column(0), timestamp_ms), True).as_py()
+        index: int = pc.index(pc.greater_equal(records.column(0), timestamp_ms), True).as_py()
         if index >= 0:
             return header.base_offset + index
     return None

@@ -114,9 +114,9 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def strictly_increasing(values: array) -> bool:
+def strictly_increasing(values: array[int]) -> bool:
     return all(a < b for a, b in itertools.pairwise(values))
 
 
-def non_decreasing(values: array) -> bool:
+def non_decreasing(values: array[int]) -> bool:
     return all(a <= b for a, b in itertools.pairwise(values))

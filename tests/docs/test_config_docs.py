@@ -1,0 +1,153 @@
+"""The configuration the docs describe is the typed config the code loads.
+
+- Every key of every ``toml`` block in README.md and docs/*.md exists in
+  ``spark_log.config.NodeConfig`` (nested sections included) and shows its default (keys
+  without a default, ``broker_id`` and ``data_dir``, show an example).
+- docs/operations.md's node config lists every key the code has, and loads.
+- Every ``section.key`` the prose names exists, and a default it states with it
+  (``(default 64 MiB)``, ``, 120 s by default``) is the code's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spark_log.config import NodeConfig, load_node_config
+from tests.docs.blocks import REPO, documents, parse
+
+REFERENCE = "docs/operations.md"
+_UNITS = {"KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
+_SECONDS = {"ms": 0.001, "s": 1.0, "min": 60.0, "h": 3600.0}
+
+
+def _fields(cls: type) -> dict[str, dataclasses.Field[Any]]:
+    return {f.name: f for f in dataclasses.fields(cls)}
+
+
+def _section_type(name: str) -> type | None:
+    field = _fields(NodeConfig).get(name)
+    if field is None or field.default_factory is dataclasses.MISSING:
+        return None
+    return type(field.default_factory())
+
+
+def _default(field: dataclasses.Field[Any]) -> Any:
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return dataclasses.MISSING
+
+
+def code_keys() -> dict[str, Any]:
+    """Every config key (``log.fsync`` for nested ones) with its default (MISSING: required)."""
+    keys: dict[str, Any] = {}
+    for name, field in _fields(NodeConfig).items():
+        section = _section_type(name)
+        if section is None:
+            keys[name] = _default(field)
+        else:
+            keys.update({f"{name}.{k}": _default(f) for k, f in _fields(section).items()})
+    return keys
+
+
+def _toml_blocks() -> list[tuple[str, str]]:
+    return [
+        (block.where, block.text)
+        for path in documents()
+        for block in parse(path).blocks
+        if block.lang == "toml"
+    ]
+
+
+def _flatten(data: dict[str, Any]) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            flat[key] = value
+    return flat
+
+
+TOML_BLOCKS = _toml_blocks()
+
+
+def test_docs_have_config_blocks() -> None:
+    assert any(where.startswith(REFERENCE) for where, _ in TOML_BLOCKS)
+
+
+@pytest.mark.parametrize(("where", "text"), TOML_BLOCKS, ids=[w for w, _ in TOML_BLOCKS])
+def test_documented_keys_exist_with_their_defaults(where: str, text: str) -> None:
+    keys = code_keys()
+    documented = _flatten(tomllib.loads(text))
+    unknown = sorted(set(documented) - set(keys))
+    assert not unknown, f"{where}: keys the config does not have: {unknown}"
+    wrong = {
+        key: (value, keys[key])
+        for key, value in documented.items()
+        if keys[key] is not dataclasses.MISSING and value != keys[key]
+    }
+    assert not wrong, f"{where}: documented value != code default (doc, code): {wrong}"
+
+
+def test_reference_lists_every_key_and_loads(tmp_path: Path) -> None:
+    where, text = next((w, t) for w, t in TOML_BLOCKS if w.startswith(REFERENCE))
+    missing = sorted(set(code_keys()) - set(_flatten(tomllib.loads(text))))
+    assert not missing, f"{where}: config keys the docs do not list: {missing}"
+    path = tmp_path / "node.toml"
+    path.write_text(text)
+    config = load_node_config(path)
+    assert config.lake.enabled
+
+
+_PROSE = re.compile(
+    r"`(?P<key>(?:log|ingest|lake)\.\w+)`"
+    r"(?:[^`(]{0,40}\(default (?P<paren>[^);]+)|,\s*(?P<by>[^,`]+?) by default)?"
+)
+
+
+def _prose_mentions() -> list[tuple[str, str, str | None]]:
+    found = []
+    for path in documents():
+        text = path.read_text()
+        rel = str(path.relative_to(REPO))
+        for match in _PROSE.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            found.append((f"{rel}:{line}", match["key"], match["paren"] or match["by"]))
+    return found
+
+
+def _as_number(text: str, key: str) -> float | None:
+    match = re.fullmatch(r"\s*(\d[\d,_]*(?:\.\d+)?)\s*([A-Za-z]*)\b.*", text, re.DOTALL)
+    if not match:
+        return None
+    number = float(match[1].replace(",", "").replace("_", ""))
+    unit = match[2]
+    if unit in _UNITS:
+        return number * _UNITS[unit]
+    if unit in _SECONDS:
+        scale = _SECONDS[unit]
+        return number * scale * (1000 if key.endswith("_ms") else 1)
+    return number
+
+
+def test_prose_names_real_keys_with_their_defaults() -> None:
+    keys = code_keys()
+    problems = []
+    for where, key, stated in _prose_mentions():
+        if key not in keys:
+            problems.append(f"{where}: `{key}` is not a config key")
+            continue
+        if stated is None:
+            continue
+        value = _as_number(stated, key)
+        if value is None or keys[key] != pytest.approx(value):
+            problems.append(f"{where}: `{key}` default stated {stated!r}, code {keys[key]!r}")
+    assert not problems, "\n".join(problems)
