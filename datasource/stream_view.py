@@ -1,15 +1,15 @@
 """What the cluster says about a stream right now: leaders, offsets, lake.
 
-One ``describe`` plus one ``cluster`` call over REST (any node answers both), turned into
-typed values, so planning code never digs through JSON and a missing leader is a clear error
-at the point where a query actually needs it.
+One ``describe`` plus one ``cluster`` call over REST (any node answers both), read as the
+API's own models and turned into planning values, so planning code never digs through JSON
+and a missing leader is a clear error at the point where a query actually needs it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from spark_log.api_models import ClusterInfo, PartitionState, StreamDescription
 from spark_log.errors import UnavailableError
 from spark_log.rest import RestClient
 
@@ -50,21 +50,19 @@ class StreamView:
 
 def describe(rest: RestClient, stream: str) -> StreamView:
     """The stream's current view (StreamNotFoundError from the node if it does not exist)."""
-    body = rest.get_json(f"/v1/streams/{stream}")
-    brokers = rest.get_json("/v1/cluster")["brokers"]
-    urls = {b["broker_id"]: b["api_url"] for b in brokers}
+    body = StreamDescription.from_json(rest.get_json(f"/v1/streams/{stream}"))
+    urls = ClusterInfo.from_json(rest.get_json("/v1/cluster")).api_urls()
     partitions = tuple(
-        _partition_view(p, urls) for p in sorted(body["partitions"], key=lambda p: p["partition"])
+        _partition_view(p, urls) for p in sorted(body.partitions, key=lambda p: p.partition)
     )
-    lake = body.get("lake")
-    return StreamView(stream, partitions, lake.get("uri") if isinstance(lake, dict) else None)
+    return StreamView(stream, partitions, body.lake.uri if body.lake is not None else None)
 
 
-def _partition_view(body: dict[str, Any], urls: dict[int, str]) -> PartitionView:
+def _partition_view(state: PartitionState, urls: dict[int, str]) -> PartitionView:
     return PartitionView(
-        partition=int(body["partition"]),
-        leader_url=urls.get(body.get("leader")),
-        high_watermark=body.get("high_watermark"),
-        log_start_offset=body.get("log_start_offset"),
-        lake_offset=body.get("lake_offset"),
+        partition=state.partition,
+        leader_url=urls.get(state.leader),
+        high_watermark=state.high_watermark,
+        log_start_offset=state.log_start_offset,
+        lake_offset=state.lake_offset,
     )

@@ -7,10 +7,11 @@ client that gets a 201 can publish immediately.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from coordinator.znodes import NO_LEADER, StreamRecord
 from ingest.exporter import in_lake_thread
+from ingest.node_view import NodeView
 from spark_log.errors import (
     InvalidRequestError,
     LiftlogError,
@@ -22,36 +23,33 @@ from spark_log.log import RecoveryLoss
 from spark_log.rest import RestClient
 from spark_log.stream_spec import StreamSpec
 
-if TYPE_CHECKING:
-    from ingest.node import IngestNode
-
 LEADER_VIEW_TIMEOUT_S = 2.0
 FLUSH_FORWARD_MARGIN_S = 10.0
 
 
-async def create_stream(node: IngestNode, spec: StreamSpec) -> tuple[bool, dict[str, Any]]:
+async def create_stream(node: NodeView, spec: StreamSpec) -> tuple[bool, dict[str, Any]]:
     created, _record = await asyncio.to_thread(node.store.create, spec)
     await node.reconcile_now()
     return created, await describe_stream(node, spec.name)
 
 
-async def delete_stream(node: IngestNode, name: str) -> None:
+async def delete_stream(node: NodeView, name: str) -> None:
     await asyncio.to_thread(node.store.delete, name)
     await node.reconcile_now()
 
 
-async def set_paused(node: IngestNode, name: str, paused: bool) -> dict[str, Any]:
+async def set_paused(node: NodeView, name: str, paused: bool) -> dict[str, Any]:
     await asyncio.to_thread(node.store.set_paused, name, paused)
     await node.reconcile_now()
     return await describe_stream(node, name)
 
 
-async def list_streams(node: IngestNode) -> list[dict[str, Any]]:
+async def list_streams(node: NodeView) -> list[dict[str, Any]]:
     records = await asyncio.to_thread(node.store.list)
     return [stream_summary(r) for r in records]
 
 
-async def describe_stream(node: IngestNode, name: str) -> dict[str, Any]:
+async def describe_stream(node: NodeView, name: str) -> dict[str, Any]:
     """The stream with every partition's state; offsets come from each partition's leader."""
     record = await asyncio.to_thread(node.store.get, name)
     states = await asyncio.to_thread(node.store.partition_states, name)
@@ -69,7 +67,7 @@ async def describe_stream(node: IngestNode, name: str) -> dict[str, Any]:
     return body
 
 
-def lake_table_uri(node: IngestNode, record: StreamRecord) -> str | None:
+def lake_table_uri(node: NodeView, record: StreamRecord) -> str | None:
     """The stream's Delta table, or None when this node's lake is disabled."""
     return configured_table_uri(node.config.lake, record.spec.name, record.created_at_ms)
 
@@ -78,22 +76,25 @@ async def _fill_lake_offsets_from_table(
     uri: str, name: str, partitions: list[dict[str, Any]]
 ) -> None:
     """Partitions whose leader could not say (offline, just elected, unreachable) get their
-    lake offset from the table itself, the source of truth (left null if it cannot be read)."""
+    lake offsets from the table itself, the source of truth (left null if it cannot be read)."""
     missing = [p for p in partitions if p["lake_offset"] is None]
     if not missing:
         return
+    table = LakeTable(uri, name)
     try:
-        offsets = await in_lake_thread(LakeTable(uri, name).exported_offsets, len(partitions))
+        offsets = await in_lake_thread(table.exported_offsets, len(partitions))
+        firsts = await in_lake_thread(table.first_offsets, len(partitions))
     except LiftlogError:
         return
     for body in missing:
+        body["lake_start_offset"] = firsts.get(body["partition"])
         exported = offsets.get(body["partition"])
         if exported is None and body["log_start_offset"] is not None:
             exported = body["log_start_offset"]  # never exported: the lake holds nothing
         body["lake_offset"] = exported
 
 
-def local_partition_view(node: IngestNode, name: str, p: int) -> dict[str, Any]:
+def local_partition_view(node: NodeView, name: str, p: int) -> dict[str, Any]:
     """What this broker's replica knows (the leader also knows its followers' LEOs)."""
     replica = node.replicas.replica(name, p)
     log_ = replica.open_log
@@ -108,6 +109,7 @@ def local_partition_view(node: IngestNode, name: str, p: int) -> dict[str, Any]:
         "offline": replica.offline_reason is not None,
         "fenced": replica.fenced_reason is not None,
         "lake_offset": replica.lake_offset,
+        "lake_start_offset": replica.lake_start_offset,
         "recovery_loss": _recovery_loss_view(log_.recovery_loss if log_ else None),
     }
     if replica.is_leader and log_ is not None:
@@ -127,7 +129,7 @@ def _recovery_loss_view(loss: RecoveryLoss | None) -> dict[str, int] | None:
     }
 
 
-async def flush_stream(node: IngestNode, name: str) -> dict[str, Any]:
+async def flush_stream(node: NodeView, name: str) -> dict[str, Any]:
     """Seal, fsync and export every partition of the stream, each on its leader (this node or
     another, asked over REST), in parallel; returns once the lake holds everything that was
     committed when each leader sealed, with the per-partition lake offsets."""
@@ -154,13 +156,13 @@ async def flush_stream(node: IngestNode, name: str) -> dict[str, Any]:
     }
 
 
-async def flush_partition(node: IngestNode, name: str, p: int) -> dict[str, Any]:
+async def flush_partition(node: NodeView, name: str, p: int) -> dict[str, Any]:
     """Seal, fsync and export one partition this node leads (NotLeaderError otherwise)."""
     return await node.replicas.replica(name, p).seal_and_export()
 
 
 async def _flush_on_leader(
-    node: IngestNode, name: str, p: int, leader: int, api_urls: dict[int, str]
+    node: NodeView, name: str, p: int, leader: int, api_urls: dict[int, str]
 ) -> dict[str, Any]:
     if leader == node.config.broker_id:
         return await flush_partition(node, name, p)
@@ -179,7 +181,7 @@ def stream_summary(record: StreamRecord) -> dict[str, Any]:
 
 
 async def _describe_partition(
-    node: IngestNode, name: str, p: int, state: Any, api_urls: dict[int, str]
+    node: NodeView, name: str, p: int, state: Any, api_urls: dict[int, str]
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "partition": p,
@@ -192,6 +194,7 @@ async def _describe_partition(
         "log_start_offset": None,
         "replica_log_end_offsets": {},
         "lake_offset": None,
+        "lake_start_offset": None,
         "offline": state.leader == NO_LEADER,
     }
     view = await _replica_view(node, name, p, state.leader, api_urls)
@@ -199,13 +202,14 @@ async def _describe_partition(
         for key in ("high_watermark", "log_end_offset", "log_start_offset"):
             body[key] = view[key]
         body["lake_offset"] = view.get("lake_offset")
+        body["lake_start_offset"] = view.get("lake_start_offset")
         body["replica_log_end_offsets"] = view.get("replica_log_end_offsets", {})
         body["offline"] = body["offline"] or view["offline"]
     return body
 
 
 async def unclean_election(
-    node: IngestNode, name: str, p: int, broker_id: int | None, confirm: bool
+    node: NodeView, name: str, p: int, broker_id: int | None, confirm: bool
 ) -> dict[str, Any]:
     """An explicit, visible choice to elect outside the ISR (off by default, as after Jepsen).
 
@@ -254,7 +258,7 @@ async def unclean_election(
 
 
 async def _replica_view(
-    node: IngestNode, name: str, p: int, broker: int, api_urls: dict[int, str]
+    node: NodeView, name: str, p: int, broker: int, api_urls: dict[int, str]
 ) -> dict[str, Any] | None:
     """A broker's own view of its replica: locally, or from its REST API (None if silent)."""
     if broker == node.config.broker_id:
@@ -275,7 +279,7 @@ async def _replica_view(
 
 
 async def _elect_unclean(
-    node: IngestNode, name: str, p: int, candidate: int, api_urls: dict[int, str]
+    node: NodeView, name: str, p: int, candidate: int, api_urls: dict[int, str]
 ) -> dict[str, Any]:
     if node.controller.is_controller:
         state = await node.controller.elect_unclean(name, p, candidate)

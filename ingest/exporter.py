@@ -21,13 +21,13 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import pyarrow as pa
 
+from ingest.clock import SYSTEM_CLOCK, Clock
 from ingest.export_cadence import ExportCadence
 from ingest.lake_identity import LakeIdentity
-from ingest.leader import now_ms
 from ingest.metrics import NodeMetrics
 from spark_log.config import LakeConfig
 from spark_log.errors import (
@@ -63,6 +63,7 @@ async def in_lake_thread(fn: Callable[..., T], *args: Any) -> T:
     return await asyncio.get_running_loop().run_in_executor(lake_executor(), fn, *args)
 
 
+@runtime_checkable
 class ExportSource(Protocol):
     """What an exporter needs from its replica."""
 
@@ -88,6 +89,7 @@ class _Round:
     """The outcome of one round: the lake offset now, and what this round committed."""
 
     lake_offset: int
+    lake_start_offset: int | None = None
     records: int = 0
     table_version: int | None = None
     adopted: bool = False
@@ -102,8 +104,11 @@ class PartitionExporter:
         metrics: NodeMetrics,
         tracked_from: int,
         identity: LakeIdentity | None = None,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._source = source
+        self._clock = clock
         self._identity = identity
         self._target = target
         self._config = config
@@ -112,6 +117,7 @@ class PartitionExporter:
             config.export_min_bytes, int(config.export_interval_s * 1000), tracked_from
         )
         self.lake_offset: int | None = None
+        self.lake_start_offset: int | None = None
         self._wake = asyncio.Event()
         self._waiters: list[tuple[int, asyncio.Future[int]]] = []
         self._idle = False
@@ -160,7 +166,7 @@ class PartitionExporter:
         lake = self.lake_offset
         if lake is None or high_watermark <= lake:
             return
-        if self._idle or self._cadence.due(lake, high_watermark, now_ms()):
+        if self._idle or self._cadence.due(lake, high_watermark, self._clock.now_ms()):
             self._wake.set()
 
     async def export_through(self, offset: int, timeout_s: float) -> int:
@@ -222,10 +228,10 @@ class PartitionExporter:
             return False
         if any(offset > lake and not waiter.done() for offset, waiter in self._waiters):
             return True
-        return self._cadence.due(lake, hw, now_ms())
+        return self._cadence.due(lake, hw, self._clock.now_ms())
 
     async def _sleep_until_due(self, lake: int, hw: int) -> None:
-        wait_ms = self._cadence.ms_until_due(lake, hw, now_ms())
+        wait_ms = self._cadence.ms_until_due(lake, hw, self._clock.now_ms())
         self._idle = wait_ms is None
         self._wake.clear()
         timeout_s = IDLE_RECHECK_S if wait_ms is None else wait_ms / 1000
@@ -247,6 +253,7 @@ class PartitionExporter:
     def _apply(self, outcome: _Round) -> None:
         previous = self.lake_offset
         self.lake_offset = outcome.lake_offset
+        self.lake_start_offset = outcome.lake_start_offset
         self._offset_gauge.set(outcome.lake_offset)
         self._cadence.exported(outcome.lake_offset)
         if outcome.records:
@@ -303,14 +310,18 @@ class PartitionExporter:
             self._identity.verify()
         self._table.ensure_exists()
         snapshot = self._table.snapshot()
-        return _Round(self._table_offset(snapshot.exported_offset(self._target.partition)))
+        return _Round(
+            self._table_offset(snapshot.exported_offset(self._target.partition)),
+            snapshot.first_offset(self._target.partition),
+        )
 
     def _export_round(self, expected: int, hw: int) -> _Round:
         """One round: check the table's version, read ``[expected, HW)`` (capped), commit."""
         snapshot = self._table.snapshot()
         lake = self._table_offset(snapshot.exported_offset(self._target.partition))
+        first = snapshot.first_offset(self._target.partition)
         if lake != expected or lake >= hw:
-            return _Round(lake, adopted=True)
+            return _Round(lake, first, adopted=True)
         if not self._still_allowed():  # fenced for now: do not even read
             raise NotLeaderError(f"no longer allowed to export {self._name}")
         log_ = self._log()
@@ -324,7 +335,7 @@ class PartitionExporter:
             max_bytes=self._config.max_bytes_per_file,
         )
         if not chunk.records:
-            return _Round(lake)
+            return _Round(lake, first)
         version = snapshot.append(
             chunk.table,
             self._target.partition,
@@ -332,7 +343,7 @@ class PartitionExporter:
             self._still_allowed,
             self._commit_metadata(start, chunk.end_offset),
         )
-        return _Round(chunk.end_offset, chunk.records, version)
+        return _Round(chunk.end_offset, start if first is None else first, chunk.records, version)
 
     def _table_offset(self, version: int | None) -> int:
         """The lake offset a txn version means; never exported: the log's start."""

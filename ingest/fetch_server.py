@@ -11,11 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, runtime_checkable
 
 import nats.errors
 
+from ingest.metrics import NodeMetrics
+from ingest.tail_cache import TailCache
 from spark_log.errors import InvalidRequestError, LiftlogError
+from spark_log.log import PartitionLog
 from spark_log.replication import (
     FENCED_LEADER_EPOCH,
     HEADER_FETCH_META,
@@ -31,19 +34,59 @@ from spark_log.replication import (
     fetch_subject,
 )
 
-if TYPE_CHECKING:
-    from ingest.partition import PartitionReplica
-
 log = logging.getLogger("liftlog.fetch_server")
 
 MAX_FOLLOWER_WAIT_MS = 5_000
 FETCH_RESPONSE_OVERHEAD_BYTES = 4096
 
 
+@runtime_checkable
+class LeaderReplica(Protocol):
+    """What a fetch server needs from the leader replica it serves."""
+
+    @property
+    def broker_id(self) -> int: ...
+
+    @property
+    def stream_name(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def is_leader(self) -> bool: ...
+
+    @property
+    def leader_epoch(self) -> int: ...
+
+    @property
+    def replicas(self) -> tuple[int, ...]: ...
+
+    @property
+    def log(self) -> PartitionLog: ...
+
+    @property
+    def open_log(self) -> PartitionLog | None: ...
+
+    @property
+    def tail_cache(self) -> TailCache: ...
+
+    @property
+    def metrics(self) -> NodeMetrics: ...
+
+    def track_task(self, task: asyncio.Task[Any]) -> None: ...
+
+    def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> None: ...
+
+    async def send_acks(self) -> None: ...
+
+    async def wait_for_append(self, wait_ms: int) -> None: ...
+
+
 class FetchServer:
     """Subscribes the leader's fetch and epoch subjects for one partition."""
 
-    def __init__(self, replica: PartitionReplica, nc: Any, cluster: str) -> None:
+    def __init__(self, replica: LeaderReplica, nc: Any, cluster: str) -> None:
         self._replica = replica
         self._nc = nc
         self._cluster = cluster
@@ -52,8 +95,8 @@ class FetchServer:
 
     async def start(self) -> None:
         r = self._replica
-        me = r.config.broker_id
-        name, p = r.spec.name, r.partition
+        me = r.broker_id
+        name, p = r.stream_name, r.partition
         self._subs = [
             await self._nc.subscribe(fetch_subject(self._cluster, name, p, me), cb=self._on_fetch),
             await self._nc.subscribe(epoch_subject(self._cluster, name, p, me), cb=self._on_epoch),
@@ -135,8 +178,8 @@ class FetchServer:
     def _refusal(self, replica_id: int, leader_epoch: int) -> tuple[str, str] | None:
         r = self._replica
         if not r.is_leader:
-            return NOT_LEADER, f"broker {r.config.broker_id} no longer leads"
-        if replica_id not in r.replicas or replica_id == r.config.broker_id:
+            return NOT_LEADER, f"broker {r.broker_id} no longer leads"
+        if replica_id not in r.replicas or replica_id == r.broker_id:
             return UNKNOWN_REPLICA, f"broker {replica_id} is not a follower of this partition"
         if leader_epoch < r.leader_epoch:
             return FENCED_LEADER_EPOCH, f"epoch {leader_epoch} < leader epoch {r.leader_epoch}"

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, runtime_checkable
 
 import nats.errors
 
 from spark_log.errors import InvalidRequestError, LiftlogError
+from spark_log.log import PartitionLog
 from spark_log.replication import (
     HEADER_FETCH_META,
     EpochRequest,
@@ -25,9 +26,6 @@ from spark_log.replication import (
     fetch_subject,
 )
 
-if TYPE_CHECKING:
-    from ingest.partition import PartitionReplica
-
 log = logging.getLogger("liftlog.fetcher")
 
 FETCH_WAIT_MS = 500
@@ -36,8 +34,42 @@ REQUEST_TIMEOUT_S = 5.0
 RETRY_BACKOFF_S = 0.2
 
 
+@runtime_checkable
+class FollowerReplica(Protocol):
+    """What a fetcher needs from the follower replica it feeds."""
+
+    @property
+    def broker_id(self) -> int: ...
+
+    @property
+    def stream_name(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def leader_id(self) -> int: ...
+
+    @property
+    def leader_epoch(self) -> int: ...
+
+    @property
+    def log(self) -> PartitionLog: ...
+
+    @property
+    def log_write_in_progress(self) -> bool: ...
+
+    async def truncate_to(self, offset: int) -> None: ...
+
+    async def append_replicated(self, data: bytes) -> None: ...
+
+    def follow_high_watermark(self, leader_hw: int) -> None: ...
+
+    def fail_replication(self, reason: str) -> None: ...
+
+
 class ReplicaFetcher:
-    def __init__(self, replica: PartitionReplica, nc: Any, cluster: str) -> None:
+    def __init__(self, replica: FollowerReplica, nc: Any, cluster: str) -> None:
         self._replica = replica
         self._nc = nc
         self._cluster = cluster
@@ -47,7 +79,7 @@ class ReplicaFetcher:
         self.leader_epoch = replica.leader_epoch
 
     def start(self) -> None:
-        name = f"fetcher-{self._replica.spec.name}-{self._replica.partition}"
+        name = f"fetcher-{self._replica.stream_name}-{self._replica.partition}"
         self._task = asyncio.create_task(self._run(), name=name)
 
     async def stop(self) -> None:
@@ -91,15 +123,15 @@ class ReplicaFetcher:
             await asyncio.sleep(RETRY_BACKOFF_S)
 
     def _name(self) -> str:
-        return f"{self._replica.spec.name}/{self._replica.partition}"
+        return f"{self._replica.stream_name}/{self._replica.partition}"
 
     async def _truncate_by_epoch(self) -> bool:
         r = self._replica
         latest = r.log.latest_epoch
         if latest is None:
             return True  # empty log: nothing can diverge
-        req = EpochRequest(r.config.broker_id, self.leader_epoch, latest)
-        subject = epoch_subject(self._cluster, r.spec.name, r.partition, self.leader_id)
+        req = EpochRequest(r.broker_id, self.leader_epoch, latest)
+        subject = epoch_subject(self._cluster, r.stream_name, r.partition, self.leader_id)
         msg = await self._nc.request(subject, req.encode(), timeout=REQUEST_TIMEOUT_S)
         resp = EpochResponse.decode(msg.data)
         if resp.error is not None:
@@ -130,13 +162,13 @@ class ReplicaFetcher:
     async def _fetch_once(self) -> bool:
         r = self._replica
         req = FetchRequest(
-            r.config.broker_id,
+            r.broker_id,
             self.leader_epoch,
             r.log.log_end_offset,
             FETCH_MAX_BYTES,
             FETCH_WAIT_MS,
         )
-        subject = fetch_subject(self._cluster, r.spec.name, r.partition, self.leader_id)
+        subject = fetch_subject(self._cluster, r.stream_name, r.partition, self.leader_id)
         msg = await self._nc.request(
             subject, req.encode(), timeout=REQUEST_TIMEOUT_S + FETCH_WAIT_MS / 1000
         )

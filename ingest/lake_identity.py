@@ -26,6 +26,7 @@ from coordinator.errors import CoordinatorError
 from coordinator.lake_record import claim_lake, confirm_file_written, lake_record
 from coordinator.zk import ZkSession
 from coordinator.znodes import LAKE_PATH, LakeRecord
+from ingest.clock import SYSTEM_CLOCK, Clock
 from spark_log.errors import LakeError
 from spark_log.lake.errors import LakeIdentityError, UnsupportedLakeSchemeError
 from spark_log.lake.identity import identity_path, read_lake_id, write_lake_id
@@ -43,8 +44,11 @@ and each retry would otherwise hold the lake threads for a ZooKeeper and a lake 
 class LakeIdentity:
     """Checks this node's lake against the cluster's record (thread-safe)."""
 
-    def __init__(self, session: ZkSession, lake_uri: str, broker_id: int) -> None:
+    def __init__(
+        self, session: ZkSession, lake_uri: str, broker_id: int, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
         self._session = session
+        self._clock = clock
         self._uri = lake_uri
         self._broker_id = broker_id
         self._lock = threading.Lock()
@@ -60,8 +64,9 @@ class LakeIdentity:
         with self._lock:
             if self._unchecked:
                 return
-            if self._failure is not None and time.monotonic() - self._failure[0] < FAILURE_MEMORY_S:
-                raise self._failure[1]
+            failure = self._failure
+            if failure is not None and self._clock.monotonic_s() - failure[0] < FAILURE_MEMORY_S:
+                raise failure[1]
             try:
                 self._check()
             except UnsupportedLakeSchemeError as exc:
@@ -76,7 +81,7 @@ class LakeIdentity:
                 self._logged = None
 
     def _fail(self, exc: LakeError) -> None:
-        self._failure = (time.monotonic(), exc)
+        self._failure = (self._clock.monotonic_s(), exc)
         if str(exc) != self._logged:
             self._logged = str(exc)
             level = logging.ERROR if isinstance(exc, LakeIdentityError) else logging.WARNING
@@ -105,7 +110,8 @@ class LakeIdentity:
         """Another broker claimed the lake and has not written its file yet: nodes starting
         together meet this for the few milliseconds between its claim and its file, so wait
         that out (polling, bounded) rather than fail a flush; a claimant that never finishes
-        is reported, not guessed about."""
+        is reported, not guessed about. A real wait for another process, so it sleeps on
+        real time, not on the injectable clock."""
         deadline = time.monotonic() + CLAIM_WAIT_S
         while time.monotonic() < deadline:
             time.sleep(CLAIM_POLL_S)
@@ -133,7 +139,7 @@ class LakeIdentity:
             lake_id=read_lake_id(self._uri) or uuid.uuid4().hex,
             uri=self._uri,
             claimed_by=self._broker_id,
-            claimed_at_ms=int(time.time() * 1000),
+            claimed_at_ms=self._clock.now_ms(),
         )
 
     def _claimed_here(self, record: LakeRecord) -> bool:

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 
 from ingest.dedup import DedupWindow
-from ingest.produce_request import ProduceRequest
+from ingest.produce_request import ProduceAck, ProduceRequest
 from ingest.purgatory import Purgatory
 from spark_log.errors import (
     ExpectedOffsetMismatchError,
@@ -34,10 +33,6 @@ log = logging.getLogger("liftlog.leader")
 AckSender = Callable[[str, bytes], None]
 # A stored batch must fit in one NATS message (default max payload 1 MiB) with room to spare.
 MAX_STORED_BATCH_BYTES = 512 * 1024
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(slots=True)
@@ -190,10 +185,12 @@ class AckRouter:
         send: AckSender,
         encode_ack: Callable[[bytes, int, int | None], bytes],
         encode_error: Callable[[LiftlogError], bytes],
+        encode_duplicate_ack: Callable[[bytes, int, int | None], bytes] | None = None,
     ) -> None:
         self._prefix = prefix
         self._send = send
         self._encode_ack = encode_ack
+        self._encode_duplicate_ack = encode_duplicate_ack or encode_ack
         self._encode_error = encode_error
         self.purgatory: Purgatory[Sequenced] = Purgatory(self.success, self._fail_item)
 
@@ -211,10 +208,11 @@ class AckRouter:
         req = item.request
         if req.future is not None:
             if not req.future.done():
-                req.future.set_result((item.offset, item.count))
+                req.future.set_result(ProduceAck(item.offset, item.count, item.duplicate))
         elif req.reply:
             count = item.count if req.records is not None else None
-            self._send(req.reply, self._encode_ack(self._prefix, item.offset, count))
+            encode = self._encode_duplicate_ack if item.duplicate else self._encode_ack
+            self._send(req.reply, encode(self._prefix, item.offset, count))
 
     def after_append(
         self, sequenced: list[Sequenced], end_offset: int, hw: int, isr_ok: bool

@@ -43,6 +43,12 @@ class NodeMetrics:
             _LABELS,
             registry=self.registry,
         )
+        self.paused_drops = Counter(
+            "liftlog_paused_drops",
+            "Messages without a reply subject dropped because their stream is paused",
+            _LABELS,
+            registry=self.registry,
+        )
         self.high_watermark = Gauge(
             "liftlog_high_watermark",
             "High watermark per partition",

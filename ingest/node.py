@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import logging
 import signal
-import time
 from typing import Any
 
 import nats
@@ -31,6 +30,7 @@ from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
 from coordinator.znodes import BrokerInfo
 from ingest.api.server import ApiServer
+from ingest.clock import SYSTEM_CLOCK, Clock
 from ingest.metrics import NodeMetrics
 from ingest.replica_manager import ReplicaManager
 from spark_log.config import NodeConfig
@@ -64,14 +64,15 @@ def _shutdown_outcome(remaining: int) -> str:
 
 
 class IngestNode:
-    def __init__(self, config: NodeConfig) -> None:
+    def __init__(self, config: NodeConfig, clock: Clock = SYSTEM_CLOCK) -> None:
         self.config = config
+        self._clock = clock
         self.metrics = NodeMetrics()
         self.nc: NatsClient | None = None
         self.zk = ZkSession(config.zk_connect, config.zk_root, config.zk_session_timeout_s)
         self.store = StreamStore(self.zk)
         self.replicas = ReplicaManager(
-            config, self.store, self.metrics, self._publish, self._nats, self.zk
+            config, self.store, self.metrics, self._publish, self._nats, self.zk, clock
         )
         self.api = ApiServer(self, config.api_host, config.api_port)
         self.controller = Controller(self.zk, config.broker_id)
@@ -230,7 +231,7 @@ class IngestNode:
             host=self.config.api_host,
             api_url=self.config.api_url,
             nats_url=self.config.nats_url,
-            started_at_ms=time.time_ns() // 1_000_000,
+            started_at_ms=self._clock.now_ms(),
         )
 
     # ----------------------------------------------------------------- cluster view

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,6 +28,17 @@ from spark_log.wire import (
 _HEADERS_TYPE = RECORD_SCHEMA.field("headers").type
 
 
+class ProduceAck(NamedTuple):
+    """What a request that did not come from NATS (REST) is answered with: its first offset,
+    its record count (``record_count``: a tuple's ``count`` is taken) and whether
+    ``Nats-Msg-Id`` found it a duplicate (nothing stored). A tuple, so callers that index
+    ``(offset, count)`` keep working."""
+
+    offset: int
+    record_count: int
+    duplicate: bool = False
+
+
 @dataclass(slots=True)
 class ProduceRequest:
     """One record, or one producer batch (``records`` set), waiting for its offset."""
@@ -40,7 +52,7 @@ class ProduceRequest:
     value: bytes = b""
     headers: dict[str, str] | None = None
     records: pa.Table | None = None
-    future: asyncio.Future[tuple[int, int]] | None = None
+    future: asyncio.Future[ProduceAck] | None = None
 
     @property
     def count(self) -> int:

@@ -24,6 +24,7 @@ from coordinator.isr import leave_isr_for_data_loss, update_isr
 from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
 from coordinator.znodes import PartitionState, StreamRecord
+from ingest.clock import SYSTEM_CLOCK, Clock
 from ingest.lake_identity import LakeIdentity
 from ingest.metrics import NodeMetrics
 from ingest.partition import IsrWriter, PartitionReplica
@@ -65,8 +66,10 @@ class ReplicaManager:
         publish: Callable[[str, bytes], Awaitable[None]],
         nats: Callable[[], Any],
         session: ZkSession,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.config = config
+        self._clock = clock
         self._store = store
         self._session = session
         self._metrics = metrics
@@ -78,7 +81,7 @@ class ReplicaManager:
         self._lock = asyncio.Lock()
         self.cluster = cluster_token(config.zk_root)
         self._lake_identity = (
-            LakeIdentity(session, config.lake.uri, config.broker_id)
+            LakeIdentity(session, config.lake.uri, config.broker_id, clock)
             if config.lake.enabled
             else None
         )
@@ -180,6 +183,7 @@ class ReplicaManager:
             leader_id=state.leader,
             created_at_ms=record.created_at_ms,
             lake_identity=self._lake_identity,
+            clock=self._clock,
         )
         replica.isr_writer = self._isr_writer(key)
         await replica.open()

@@ -20,9 +20,18 @@ import nats.errors
 import pyarrow as pa
 from nats.aio.client import Client as NatsClient
 
+from spark_log.api_models import (
+    Ack,
+    ClusterInfo,
+    FlushResult,
+    StreamDescription,
+    StreamList,
+    StreamSummary,
+)
 from spark_log.errors import (
     InvalidRequestError,
     LiftlogError,
+    NoRespondersError,
     NotLeaderError,
     RequestTimeoutError,
     UnavailableError,
@@ -51,14 +60,10 @@ MAX_IN_FLIGHT = 65536
 FLUSH_TIMEOUT_S = 120.0
 
 Start = str | int | dt.datetime
+# the status nats-server puts on the reply when no subscriber listens on the subject
+NO_RESPONDERS_STATUS = "503"
 
-
-@dataclass(frozen=True, slots=True)
-class Ack:
-    stream: str
-    partition: int
-    offset: int
-    count: int = 1
+__all__ = ["Ack", "Client", "Fetched", "Start", "partition_for_key"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +96,7 @@ class Client:
         self._leaders: dict[tuple[str, int], str] = {}
         self._round_robin: dict[str, itertools.count[int]] = {}
         self._inbox = ""
-        self._waiting: dict[str, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
+        self._waiting: dict[str, _Waiting] = {}
         self._next_reply = itertools.count()
         self._in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
         self._spec_lock = asyncio.Lock()
@@ -103,7 +108,7 @@ class Client:
         await self.close()
 
     async def close(self) -> None:
-        for _stream, fut in self._waiting.values():
+        for *_where, fut in self._waiting.values():
             if not fut.done():
                 fut.cancel()
         self._waiting.clear()
@@ -113,33 +118,34 @@ class Client:
 
     # ----------------------------------------------------------------- admin (REST)
 
-    async def create_stream(self, name: str, subject: str, **options: Any) -> dict[str, Any]:
+    async def create_stream(self, name: str, subject: str, **options: Any) -> StreamDescription:
         """Create a stream (idempotent for an identical spec); returns its description."""
         body = {"name": name, "subject": subject, **options}
         resp = await asyncio.to_thread(self.rest.request, "POST", "/v1/streams", json_body=body)
         self._specs.pop(name, None)
-        return resp.json()
+        return StreamDescription.from_json(resp.json())
 
     async def delete_stream(self, name: str) -> None:
         await asyncio.to_thread(self.rest.request, "DELETE", f"/v1/streams/{name}")
         self._forget(name)
 
-    async def list_streams(self) -> list[dict[str, Any]]:
+    async def list_streams(self) -> list[StreamSummary]:
         body = await asyncio.to_thread(self.rest.get_json, "/v1/streams")
-        return list(body["streams"])
+        return list(StreamList.from_json(body).streams)
 
-    async def describe_stream(self, name: str) -> dict[str, Any]:
-        return await asyncio.to_thread(self.rest.get_json, f"/v1/streams/{name}")
+    async def describe_stream(self, name: str) -> StreamDescription:
+        body = await asyncio.to_thread(self.rest.get_json, f"/v1/streams/{name}")
+        return StreamDescription.from_json(body)
 
-    async def pause_stream(self, name: str) -> dict[str, Any]:
+    async def pause_stream(self, name: str) -> StreamDescription:
         resp = await asyncio.to_thread(self.rest.request, "POST", f"/v1/streams/{name}/pause")
-        return resp.json()
+        return StreamDescription.from_json(resp.json())
 
-    async def resume_stream(self, name: str) -> dict[str, Any]:
+    async def resume_stream(self, name: str) -> StreamDescription:
         resp = await asyncio.to_thread(self.rest.request, "POST", f"/v1/streams/{name}/resume")
-        return resp.json()
+        return StreamDescription.from_json(resp.json())
 
-    async def flush_stream(self, name: str) -> dict[str, Any]:
+    async def flush_stream(self, name: str) -> FlushResult:
         """Seal, fsync and export every partition to the lake; returns once the lake holds
         everything committed now (per-partition ``lake_offset``; the table in ``lake``)."""
         resp = await asyncio.to_thread(
@@ -148,10 +154,11 @@ class Client:
             f"/v1/streams/{name}/flush",
             timeout_s=FLUSH_TIMEOUT_S,
         )
-        return resp.json()
+        return FlushResult.from_json(resp.json())
 
-    async def cluster(self) -> dict[str, Any]:
-        return await asyncio.to_thread(self.rest.get_json, "/v1/cluster")
+    async def cluster(self) -> ClusterInfo:
+        """The live brokers (REST and NATS URLs) and the controller."""
+        return ClusterInfo.from_json(await asyncio.to_thread(self.rest.get_json, "/v1/cluster"))
 
     # ----------------------------------------------------------------- publish (NATS)
 
@@ -177,7 +184,7 @@ class Client:
             hdrs[HEADER_KEY] = key_b.decode("utf-8", "replace")
         _set_options(hdrs, ack_policy, msg_id, expected_offset)
         ack = await self._send(spec, p, _as_bytes(value), hdrs, ack_policy, timeout_s)
-        return None if ack is None else Ack(stream, ack["partition"], ack["offset"])
+        return None if ack is None else _ack(stream, ack, 1)
 
     async def publish_batch(
         self,
@@ -208,9 +215,7 @@ class Client:
         hdrs = {HEADER_BATCH: BATCH_FORMAT_ARROW}
         _set_options(hdrs, ack_policy, msg_id, None)
         ack = await self._send(spec, p, payload, hdrs, ack_policy, timeout_s)
-        if ack is None:
-            return None
-        return Ack(stream, ack["partition"], ack["offset"], ack.get("count", len(value_list)))
+        return None if ack is None else _ack(stream, ack, len(value_list))
 
     async def publish_table(
         self,
@@ -232,9 +237,7 @@ class Client:
         hdrs = {HEADER_BATCH: BATCH_FORMAT_ARROW}
         _set_options(hdrs, ack_policy, msg_id, None)
         ack = await self._send(spec, p, encode_arrow_table(table), hdrs, ack_policy, timeout_s)
-        if ack is None:
-            return None
-        return Ack(stream, ack["partition"], ack["offset"], ack.get("count", table.num_rows))
+        return None if ack is None else _ack(stream, ack, table.num_rows)
 
     async def stream_spec(self, stream: str) -> StreamSpec:
         """The stream's spec (cached after the first describe)."""
@@ -262,7 +265,7 @@ class Client:
             loop = asyncio.get_running_loop()
             reply = f"{self._inbox}.{next(self._next_reply)}"
             fut: asyncio.Future[dict[str, Any]] = loop.create_future()
-            self._waiting[reply] = (spec.name, fut)
+            self._waiting[reply] = (spec.name, partition, subject, fut)
             timeout = timeout_s or self.ack_timeout_s
             # a timer handle is far cheaper than asyncio.wait_for on this hot path
             timer = loop.call_later(timeout, _expire, fut, spec.name, partition, subject, timeout)
@@ -277,8 +280,11 @@ class Client:
         waiting = self._waiting.get(msg.subject)
         if waiting is None:
             return
-        stream, fut = waiting
+        stream, partition, subject, fut = waiting
         if fut.done():
+            return
+        if _is_no_responders(msg):
+            fut.set_exception(self._no_responders(stream, partition, subject))
             return
         try:
             ack = parse_ack(msg.data)
@@ -339,20 +345,35 @@ class Client:
         start: Start = "earliest",
         *,
         poll_wait_ms: int = DEFAULT_POLL_WAIT_MS,
-        max_records: int = DEFAULT_FETCH_RECORDS,
+        fetch_max_records: int = DEFAULT_FETCH_RECORDS,
+        max_records: int | None = None,
+        stop_at_end: bool = False,
     ) -> AsyncIterator[Record]:
-        """Yield committed records as they arrive, from earliest, latest, an offset or a time."""
+        """Yield committed records as they arrive, from earliest, latest, an offset or a time.
+
+        Without a bound it follows the partition forever (a live tail). ``max_records`` ends
+        it after that many records; ``stop_at_end`` ends it at the partition's high watermark
+        as of this call, so a script reads what is there and finishes. ``fetch_max_records``
+        only sizes each fetch.
+        """
+        if max_records is not None and max_records < 0:
+            raise InvalidRequestError(f"max_records must be >= 0, got {max_records}")
         offset = await self.start_offset(stream, partition, start)
-        while True:
+        end = await self.start_offset(stream, partition, "latest") if stop_at_end else None
+        left = max_records
+        while _wants_more(offset, end, left):
+            limit = _fetch_limit(fetch_max_records, offset, end, left)
             try:
                 fetched = await self.fetch(
-                    stream, partition, offset, max_records=max_records, wait_ms=poll_wait_ms
+                    stream, partition, offset, max_records=limit, wait_ms=poll_wait_ms
                 )
             except (NotLeaderError, UnavailableError):
                 await asyncio.sleep(poll_wait_ms / 1000)
                 continue
-            for record in fetched.records:
+            for record in fetched.records:  # the node sends at most `limit`
                 yield record
+            if left is not None:
+                left -= len(fetched.records)
             offset = fetched.next_offset
 
     async def start_offset(self, stream: str, partition: int, start: Start) -> int:
@@ -389,10 +410,19 @@ class Client:
         return self._nc
 
     async def _discover_nats(self) -> str:
-        brokers = (await self.cluster())["brokers"]
+        brokers = (await self.cluster()).brokers
         if not brokers:
             raise UnavailableError("no live broker to learn the NATS URL from")
-        return str(brokers[0]["nats_url"])
+        self.nats_url = brokers[0].nats_url
+        return self.nats_url
+
+    def _no_responders(self, stream: str, partition: int, subject: str) -> NoRespondersError:
+        return NoRespondersError(
+            f"nothing listens on {subject!r} for {stream}/{partition} on NATS "
+            f"{self.nats_url or '(unknown URL)'}: check that the stream exists and that "
+            f"partition {partition} has a live leader (`liftlog stream describe {stream}`), "
+            "and that this client uses the same NATS server as the nodes"
+        )
 
     async def _spec(self, stream: str) -> StreamSpec:
         spec = self._specs.get(stream)
@@ -402,8 +432,7 @@ class Client:
             spec = self._specs.get(stream)
             if spec is not None:
                 return spec
-            body = await self.describe_stream(stream)
-            spec = self._specs[stream] = StreamSpec.from_json(body["spec"])
+            spec = self._specs[stream] = (await self.describe_stream(stream)).spec
         return spec
 
     async def _leader_url(self, stream: str, partition: int) -> str | None:
@@ -415,10 +444,10 @@ class Client:
             cluster = await self.cluster()
         except UnavailableError:
             return None
-        urls = {b["broker_id"]: b["api_url"] for b in cluster["brokers"]}
-        for p in body["partitions"]:
-            if p["leader"] in urls:
-                self._leaders[(stream, p["partition"])] = urls[p["leader"]]
+        urls = cluster.api_urls()
+        for p in body.partitions:
+            if p.leader in urls:
+                self._leaders[(stream, p.partition)] = urls[p.leader]
         return self._leaders.get((stream, partition))
 
     def _choose_partition(self, spec: StreamSpec, key: bytes | None, partition: int | None) -> int:
@@ -439,6 +468,21 @@ class Client:
             del self._leaders[key]
 
 
+# what a publish waiting for its ack remembers: stream, partition, subject, the future
+_Waiting = tuple[str, int, str, "asyncio.Future[dict[str, Any]]"]
+
+
+def _ack(stream: str, body: dict[str, Any], count: int) -> Ack:
+    """The typed ack; ``count`` stands in when an old node's batch ack omits it."""
+    return Ack.from_json({"count": count, **body, "stream": stream})
+
+
+def _is_no_responders(msg: Any) -> bool:
+    """nats-server's 503 status reply: nobody subscribes to the subject published to."""
+    headers = getattr(msg, "headers", None) or {}
+    return not msg.data and headers.get("Status") == NO_RESPONDERS_STATUS
+
+
 def _expire(
     fut: asyncio.Future[dict[str, Any]], stream: str, partition: int, subject: str, timeout: float
 ) -> None:
@@ -449,6 +493,21 @@ def _expire(
                 "(is the stream paused or its leader down?)"
             )
         )
+
+
+def _wants_more(offset: int, end: int | None, left: int | None) -> bool:
+    """A subscription goes on until its record budget or its end offset is used up."""
+    return (left is None or left > 0) and (end is None or offset < end)
+
+
+def _fetch_limit(batch: int, offset: int, end: int | None, left: int | None) -> int:
+    """Records to ask for: never past the end offset or the remaining budget."""
+    limit = batch
+    if end is not None:
+        limit = min(limit, end - offset)
+    if left is not None:
+        limit = min(limit, left)
+    return max(1, limit)
 
 
 def _first_offset(fetched: Fetched) -> int:

@@ -94,6 +94,13 @@ class UnavailableError(LiftlogError):
     code = "unavailable"
 
 
+class NoRespondersError(UnavailableError):
+    """Nothing subscribes to the NATS subject a publish went to (nats-server's no-responders
+    status): the stream does not record that subject, or its partition has no live leader."""
+
+    code = "no_responders"
+
+
 class RequestTimeoutError(LiftlogError):
     """A bounded wait (ack, fetch, readiness) ran out."""
 

@@ -50,6 +50,15 @@ def encode_ack(prefix: bytes, offset: int, count: int | None = None) -> bytes:
     return prefix + b'%d,"count":%d}' % (offset, count)
 
 
+def encode_duplicate_ack(prefix: bytes, offset: int, count: int | None = None) -> bytes:
+    """Ack of a publish deduplicated by ``Nats-Msg-Id``: the original offset (and ``count``)
+    plus ``"duplicate": true``, as JetStream says it. Kept apart from ``encode_ack`` so the
+    common, non-duplicate ack pays nothing for the flag."""
+    if count is None:
+        return prefix + b'%d,"duplicate":true}' % offset
+    return prefix + b'%d,"count":%d,"duplicate":true}' % (offset, count)
+
+
 def encode_error(
     error: LiftlogError, stream: str | None = None, partition: int | None = None
 ) -> bytes:

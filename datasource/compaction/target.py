@@ -6,12 +6,13 @@ Delta table (``lake.uri``) and carries its spec, which is all a run needs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from datasource.compaction.errors import UnsupportedLakeError
 from datasource.compaction.settings import CompactionTarget
+from spark_log.api_models import StreamDescription, StreamList
 from spark_log.rest import RestClient
-from spark_log.stream_spec import DEFAULT_DELETE_RETENTION_MS
 
 
 def describe_target(client: RestClient, stream: str) -> CompactionTarget:
@@ -19,27 +20,25 @@ def describe_target(client: RestClient, stream: str) -> CompactionTarget:
     return target_from_describe(client.get_json(f"/v1/streams/{stream}"))
 
 
-def target_from_describe(body: dict[str, Any]) -> CompactionTarget:
-    lake = body.get("lake")
-    if not lake:
+def target_from_describe(body: StreamDescription | Mapping[str, Any]) -> CompactionTarget:
+    """The target from a describe (the client's model, or the JSON it came from)."""
+    described = body if isinstance(body, StreamDescription) else StreamDescription.from_json(body)
+    if described.lake is None:
         raise UnsupportedLakeError(
-            f"stream {body['name']} has no lake (the cluster's lake is disabled): "
+            f"stream {described.name} has no lake (the cluster's lake is disabled): "
             "nothing to compact"
         )
     return CompactionTarget(
-        stream=body["name"],
-        table_uri=lake["uri"],
-        partitions=len(body["partitions"]),
-        delete_retention_ms=int(body.get("delete_retention_ms", DEFAULT_DELETE_RETENTION_MS)),
-        compaction_enabled=bool(body.get("compaction", False)),
-        compaction_interval_s=body.get("compaction_interval_s"),
+        stream=described.name,
+        table_uri=described.lake.uri,
+        partitions=len(described.partitions),
+        delete_retention_ms=described.delete_retention_ms,
+        compaction_enabled=described.compaction,
+        compaction_interval_s=described.compaction_interval_s,
     )
 
 
 def scheduled_streams(client: RestClient) -> list[str]:
     """Streams with compaction on and an interval: what ``--watch`` looks after."""
-    return [
-        s["name"]
-        for s in client.get_json("/v1/streams")["streams"]
-        if s.get("compaction") and s.get("compaction_interval_s")
-    ]
+    listed = StreamList.from_json(client.get_json("/v1/streams"))
+    return [s.name for s in listed.streams if s.compaction and s.compaction_interval_s]

@@ -6,20 +6,39 @@ import base64
 import binascii
 from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import FastAPI, Query, Request, Response
+from fastapi import Depends, FastAPI, Query, Request, Response
 from fastapi.responses import JSONResponse
+from fastapi_offline import FastAPIOffline
 from pydantic import ValidationError
 
 from ingest import admin
-from ingest.api.errors import install_error_handlers
+from ingest.api.errors import ERROR_RESPONSES, install_error_handlers
 from ingest.api.models import ControlledShutdown, PublishBody, StreamCreate
+from ingest.api.strict_params import refuse_unknown_params
 from ingest.produce_request import (
+    ProduceAck,
     ProduceRequest,
     ack_policy_or_default,
     check_record_size,
     decode_arrow_stream,
     local_request,
     normalize_batch_table,
+)
+from spark_log.api_models import (
+    BrokerInfo,
+    ClusterInfo,
+    ControlledShutdownResult,
+    FetchResponse,
+    FlushResult,
+    HealthStatus,
+    PartitionFlush,
+    PublishResult,
+    RecordJson,
+    ReplicaView,
+    StreamDeleted,
+    StreamDescription,
+    StreamList,
+    UncleanElection,
 )
 from spark_log.errors import (
     InvalidRequestError,
@@ -33,7 +52,7 @@ from spark_log.stream_spec import StreamSpec
 from spark_log.wire import ARROW_STREAM_MEDIA_TYPE, HEADER_KEY
 
 if TYPE_CHECKING:
-    from ingest.node import IngestNode
+    from ingest.node_view import NodeView as IngestNode
 
 MAX_PUBLISH_BODY_BYTES = 64 * 1024 * 1024
 
@@ -41,10 +60,12 @@ Encoding = Annotated[str, Query(pattern="^(base64|utf-8)$", description="key/val
 
 
 def create_app(node: IngestNode) -> FastAPI:
-    app = FastAPI(
+    app = FastAPIOffline(  # /docs and /redoc from the package's own Swagger UI files, no CDN
         title="Liftlog",
         version="0.1.0",
         description="Durable, partitioned, offset-addressed streams recorded from NATS subjects.",
+        responses=ERROR_RESPONSES,
+        dependencies=[Depends(refuse_unknown_params)],
     )
     install_error_handlers(app)
     _stream_routes(app, node)
@@ -54,67 +75,96 @@ def create_app(node: IngestNode) -> FastAPI:
 
 
 def _stream_routes(app: FastAPI, node: IngestNode) -> None:
-    @app.post("/v1/streams", status_code=201, tags=["streams"])
-    async def create_stream(body: StreamCreate) -> JSONResponse:
+    @app.post(
+        "/v1/streams",
+        status_code=201,
+        tags=["streams"],
+        response_model=StreamDescription,
+        responses={200: {"model": StreamDescription, "description": "identical stream exists"}},
+    )
+    async def create_stream(body: StreamCreate, response: Response) -> StreamDescription:
         """Create a stream; an identical spec answers 200, a conflicting one 409."""
         spec = StreamSpec(**body.model_dump())
         created, described = await admin.create_stream(node, spec)
-        return JSONResponse(described, status_code=201 if created else 200)
+        response.status_code = 201 if created else 200
+        return StreamDescription.from_json(described)
 
-    @app.get("/v1/streams", tags=["streams"])
-    async def list_streams() -> dict[str, Any]:
-        return {"streams": await admin.list_streams(node)}
+    @app.get("/v1/streams", tags=["streams"], response_model=StreamList)
+    async def list_streams() -> StreamList:
+        return StreamList.from_json({"streams": await admin.list_streams(node)})
 
-    @app.get("/v1/streams/{stream}", tags=["streams"])
-    async def describe_stream(stream: str) -> dict[str, Any]:
-        return await admin.describe_stream(node, stream)
+    @app.get("/v1/streams/{stream}", tags=["streams"], response_model=StreamDescription)
+    async def describe_stream(stream: str) -> StreamDescription:
+        return StreamDescription.from_json(await admin.describe_stream(node, stream))
 
-    @app.post("/v1/streams/{stream}/partitions/{partition}/unclean-election", tags=["streams"])
+    @app.post(
+        "/v1/streams/{stream}/partitions/{partition}/unclean-election",
+        tags=["streams"],
+        response_model=UncleanElection,
+    )
     async def unclean_election(
         stream: str,
         partition: int,
         broker_id: Annotated[int | None, Query(description="the replica to elect")] = None,
         confirm: Annotated[bool, Query(description="really elect; otherwise a dry run")] = False,
-    ) -> dict[str, Any]:
+    ) -> UncleanElection:
         """Elect a replica outside the ISR. Shows the offsets that may be lost; acts only with
         confirm=true. Committed records above the new leader's LEO are lost."""
-        return await admin.unclean_election(node, stream, partition, broker_id, confirm)
+        return UncleanElection.from_json(
+            await admin.unclean_election(node, stream, partition, broker_id, confirm)
+        )
 
-    @app.get("/v1/streams/{stream}/partitions/{partition}", tags=["streams"])
-    async def partition_view(stream: str, partition: int) -> dict[str, Any]:
+    @app.get(
+        "/v1/streams/{stream}/partitions/{partition}", tags=["streams"], response_model=ReplicaView
+    )
+    async def partition_view(stream: str, partition: int) -> ReplicaView:
         """This broker's own view of its replica (role, epoch, HW, LEO; followers' LEOs on
         the leader)."""
-        return admin.local_partition_view(node, stream, partition)
+        return ReplicaView.from_json(admin.local_partition_view(node, stream, partition))
 
-    @app.delete("/v1/streams/{stream}", tags=["streams"])
-    async def delete_stream(stream: str) -> dict[str, Any]:
+    @app.delete("/v1/streams/{stream}", tags=["streams"], response_model=StreamDeleted)
+    async def delete_stream(stream: str) -> StreamDeleted:
         await admin.delete_stream(node, stream)
-        return {"deleted": stream}
+        return StreamDeleted(stream)
 
-    @app.post("/v1/streams/{stream}/pause", tags=["streams"])
-    async def pause_stream(stream: str) -> dict[str, Any]:
+    @app.post("/v1/streams/{stream}/pause", tags=["streams"], response_model=StreamDescription)
+    async def pause_stream(stream: str) -> StreamDescription:
         """Stop recording the stream's subject; records stay readable."""
-        return await admin.set_paused(node, stream, True)
+        return StreamDescription.from_json(await admin.set_paused(node, stream, True))
 
-    @app.post("/v1/streams/{stream}/resume", tags=["streams"])
-    async def resume_stream(stream: str) -> dict[str, Any]:
-        return await admin.set_paused(node, stream, False)
+    @app.post("/v1/streams/{stream}/resume", tags=["streams"], response_model=StreamDescription)
+    async def resume_stream(stream: str) -> StreamDescription:
+        return StreamDescription.from_json(await admin.set_paused(node, stream, False))
 
-    @app.post("/v1/streams/{stream}/flush", tags=["streams"])
-    async def flush_stream(stream: str) -> dict[str, Any]:
+    @app.post("/v1/streams/{stream}/flush", tags=["streams"], response_model=FlushResult)
+    async def flush_stream(stream: str) -> FlushResult:
         """Seal (roll the active segment), fsync and export to the lake every partition of
         the stream, each on its leader; answers once the lake holds everything committed now,
         with each partition's `lake_offset` (null when the lake is disabled)."""
-        return await admin.flush_stream(node, stream)
+        return FlushResult.from_json(await admin.flush_stream(node, stream))
 
-    @app.post("/v1/streams/{stream}/partitions/{partition}/flush", tags=["streams"])
-    async def flush_partition(stream: str, partition: int) -> dict[str, Any]:
+    @app.post(
+        "/v1/streams/{stream}/partitions/{partition}/flush",
+        tags=["streams"],
+        response_model=PartitionFlush,
+    )
+    async def flush_partition(stream: str, partition: int) -> PartitionFlush:
         """Seal, fsync and export one partition; only its leader answers (421 elsewhere)."""
-        return await admin.flush_partition(node, stream, partition)
+        return PartitionFlush.from_json(await admin.flush_partition(node, stream, partition))
 
 
 def _record_routes(app: FastAPI, node: IngestNode) -> None:
-    @app.get("/v1/streams/{stream}/partitions/{partition}/records", tags=["records"])
+    @app.get(
+        "/v1/streams/{stream}/partitions/{partition}/records",
+        tags=["records"],
+        response_model=FetchResponse,
+        responses={
+            200: {
+                "content": {ARROW_STREAM_MEDIA_TYPE: {"schema": {"type": "string"}}},
+                "description": "JSON, or an Arrow IPC stream when the client accepts it",
+            }
+        },
+    )
     async def fetch_records(
         request: Request,
         stream: str,
@@ -158,17 +208,19 @@ def _record_routes(app: FastAPI, node: IngestNode) -> None:
                 media_type=ARROW_STREAM_MEDIA_TYPE,
                 headers=headers,
             )
-        body = {
-            "records": [_record_json(r, encoding) for r in result.records],
-            "high_watermark": result.high_watermark,
-            "log_start_offset": result.log_start_offset,
-            "next_offset": result.records[-1].offset + 1 if result.records else offset,
-        }
-        return JSONResponse(body, headers=headers)
+        body = FetchResponse(
+            records=tuple(_record_json(r, encoding) for r in result.records),
+            high_watermark=result.high_watermark,
+            log_start_offset=result.log_start_offset,
+            next_offset=result.records[-1].offset + 1 if result.records else offset,
+        )
+        # straight to JSON: records skip response-model validation on this hot path
+        return JSONResponse(body.to_json(), headers=headers)
 
     @app.post(
         "/v1/streams/{stream}/partitions/{partition}/records",
         tags=["records"],
+        response_model=PublishResult,
         openapi_extra={
             "requestBody": {
                 "required": True,
@@ -185,8 +237,9 @@ def _record_routes(app: FastAPI, node: IngestNode) -> None:
         partition: int,
         ack_policy: Annotated[str | None, Query(pattern="^(none|leader|all)$")] = None,
         encoding: Encoding = "base64",
-    ) -> dict[str, Any]:
-        """Append records (JSON, or an Arrow IPC stream with value/key/headers columns)."""
+    ) -> PublishResult:
+        """Append records (JSON, or an Arrow IPC stream with value/key/headers columns);
+        refusals carry their code (409 stream_paused, 503 not_enough_replicas, ...)."""
         replica = node.replicas.replica(stream, partition)
         policy = ack_policy_or_default(ack_policy, replica.spec)
         subject = replica.spec.partition_subject(partition)
@@ -198,63 +251,68 @@ def _record_routes(app: FastAPI, node: IngestNode) -> None:
             requests = [
                 _json_request(r, encoding, replica.spec, subject, policy) for r in body.records
             ]
-        acks = await replica.produce(requests)
-        offsets = [o + i for o, c in acks for i in range(c)]
-        return {"stream": stream, "partition": partition, "offsets": offsets}
+        return publish_result(stream, partition, await replica.produce(requests))
 
 
 def _cluster_routes(app: FastAPI, node: IngestNode) -> None:
-    @app.get("/v1/cluster", tags=["cluster"])
-    async def cluster() -> dict[str, Any]:
+    @app.get("/v1/cluster", tags=["cluster"], response_model=ClusterInfo)
+    async def cluster() -> ClusterInfo:
+        """The live brokers (with their REST and NATS URLs) and the controller's id."""
         brokers = await node.live_brokers()
-        return {
-            "brokers": [
-                {
-                    "broker_id": b.broker_id,
-                    "host": b.host,
-                    "api_url": b.api_url,
-                    "nats_url": b.nats_url,
-                }
-                for b in brokers
-            ],
-            "controller": await node.controller_id(),
-            "this_broker": node.config.broker_id,
-        }
+        return ClusterInfo(
+            brokers=tuple(BrokerInfo(b.broker_id, b.host, b.api_url, b.nats_url) for b in brokers),
+            controller=await node.controller_id(),
+            this_broker=node.config.broker_id,
+        )
 
-    @app.post("/v1/cluster/controlled-shutdown", tags=["cluster"])
-    async def controlled_shutdown(body: ControlledShutdown) -> dict[str, Any]:
+    @app.post(
+        "/v1/cluster/controlled-shutdown",
+        tags=["cluster"],
+        response_model=ControlledShutdownResult,
+    )
+    async def controlled_shutdown(body: ControlledShutdown) -> ControlledShutdownResult:
         """Move leadership off a broker (answered by the controller; others forward)."""
         remaining = await node.request_controlled_shutdown(body.broker_id)
-        return {"broker_id": body.broker_id, "remaining_leaderships": remaining}
+        return ControlledShutdownResult(body.broker_id, remaining)
 
-    @app.get("/healthz", tags=["health"])
-    async def healthz() -> dict[str, str]:
+    @app.get("/healthz", tags=["health"], response_model=HealthStatus)
+    async def healthz() -> HealthStatus:
         """The process is up and serving."""
-        return {"status": "ok"}
+        return HealthStatus("ok")
 
-    @app.get("/readyz", tags=["health"])
-    async def readyz() -> dict[str, str]:
+    @app.get("/readyz", tags=["health"], response_model=HealthStatus)
+    async def readyz() -> HealthStatus:
         """Registered in ZooKeeper, connected to NATS and hosting its replicas."""
         if not node.ready:
             raise UnavailableError("node is starting or stopping")
         if node.nc is None or not node.nc.is_connected:
             raise UnavailableError("not connected to NATS")
-        return {"status": "ready"}
+        return HealthStatus("ready")
 
     @app.get("/metrics", tags=["health"])
     async def metrics() -> Response:
         return Response(node.metrics.render(), media_type="text/plain; version=0.0.4")
 
 
-def _record_json(record: Record, encoding: str) -> dict[str, Any]:
-    return {
-        "offset": record.offset,
-        "timestamp": record.timestamp,
-        "key": _encode(record.key, encoding),
-        "value": _encode(record.value, encoding),
-        "headers": {k: v.decode("utf-8", "replace") for k, v in record.headers},
-        "subject": record.subject,
-    }
+def _record_json(record: Record, encoding: str) -> RecordJson:
+    return RecordJson(
+        offset=record.offset,
+        timestamp=record.timestamp,
+        key=_encode(record.key, encoding),
+        value=_encode(record.value, encoding),
+        headers={k: v.decode("utf-8", "replace") for k, v in record.headers},
+        subject=record.subject,
+    )
+
+
+def publish_result(stream: str, partition: int, acks: list[ProduceAck]) -> PublishResult:
+    """The REST publish answer: every record's offset, and ``duplicate`` when the produce
+    path found every request already written (nothing new was stored)."""
+    # unpacked, not read by name: a NamedTuple's `count` is tuple.count, not the field
+    unpacked = [tuple(ack) for ack in acks]
+    offsets = tuple(offset + i for offset, count, _dup in unpacked for i in range(count))
+    duplicate = bool(unpacked) and all(dup for _offset, _count, dup in unpacked)
+    return PublishResult(stream, partition, offsets, duplicate)
 
 
 def _encode(data: bytes | None, encoding: str) -> str | None:

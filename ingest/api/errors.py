@@ -13,12 +13,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from spark_log.api_models import ErrorBody, ErrorDetail
 from spark_log.errors import LiftlogError
 
 log = logging.getLogger("liftlog.api")
 
 STATUS_BY_CODE: dict[str, int] = {
-    "invalid_request": 400,
+    "invalid_request": 422,
     "invalid_config": 400,
     "expected_offset_mismatch": 409,
     "stream_not_found": 404,
@@ -44,8 +45,24 @@ STATUS_BY_CODE: dict[str, int] = {
 }
 
 
+# Every route may answer these; OpenAPI shows the error body for each.
+ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
+    422: {
+        "model": ErrorBody,
+        "description": "invalid request: a bad or unknown parameter or "
+        "body field, named in the message (code invalid_request)",
+    },
+    "4XX": {
+        "model": ErrorBody,
+        "description": "refused: not found, conflict, paused, not "
+        "the leader, ... (the code says which)",
+    },
+    "5XX": {"model": ErrorBody, "description": "unavailable, timeout or internal error"},
+}
+
+
 def error_body(code: str, message: str) -> dict[str, dict[str, str]]:
-    return {"error": {"code": code, "message": message}}
+    return ErrorBody(ErrorDetail(code, message)).to_json()
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -12,7 +12,7 @@ import uvicorn
 from ingest.api.app import create_app
 
 if TYPE_CHECKING:
-    from ingest.node import IngestNode
+    from ingest.node_view import NodeView as IngestNode
 
 API_START_TIMEOUT_S = 10.0
 

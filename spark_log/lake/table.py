@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError
 
@@ -31,6 +32,8 @@ from spark_log.lake.layout import LAKE_SCHEMA, PARTITION_COLUMN, app_id
 # with many partitions exporting to one table at once that can take more than delta-rs's
 # default of 15 attempts.
 MAX_COMMIT_RETRIES = 100
+MIN_OFFSET_STAT = "min.offset"
+"""The flattened add-action column holding a file's smallest offset."""
 FOREIGN_ERRORS = (DeltaError, OSError, ValueError, TypeError, pa.ArrowException)
 """What deltalake and pyarrow raise for an unreadable or uncommittable table."""
 
@@ -77,6 +80,13 @@ class LakeTable:
         snapshot = self.snapshot()
         return {p: snapshot.exported_offset(p) for p in range(partitions)}
 
+    def first_offsets(self, partitions: int) -> dict[int, int | None]:
+        """Each partition's smallest offset in the table (None: no file, or no table)."""
+        if not _is_table(self.uri):
+            return dict.fromkeys(range(partitions))
+        snapshot = self.snapshot()
+        return {p: snapshot.first_offset(p) for p in range(partitions)}
+
 
 class LakeSnapshot:
     """One loaded version of the table: read a partition's lake offset, commit against it."""
@@ -95,6 +105,20 @@ class LakeSnapshot:
             return self._table.transaction_version(app_id(self.stream, partition))
         except FOREIGN_ERRORS as exc:
             raise LakeError(f"cannot read the lake offset of partition {partition}: {exc}") from exc
+
+    def first_offset(self, partition: int) -> int | None:
+        """The smallest offset the partition's files hold (None: no file), from the add
+        actions' statistics; a file without statistics counts from offset 0."""
+        try:
+            actions = pa.table(self._table.get_add_actions(flatten=True))
+        except FOREIGN_ERRORS as exc:
+            raise LakeError(f"cannot list the lake files of partition {partition}: {exc}") from exc
+        if actions.num_rows == 0 or MIN_OFFSET_STAT not in actions.column_names:
+            return None if actions.num_rows == 0 else 0
+        parts = pc.cast(actions[f"{PARTITION_COLUMN}.{PARTITION_COLUMN}"], pa.int64())
+        mins = pc.fill_null(actions[MIN_OFFSET_STAT], 0).filter(pc.equal(parts, partition))
+        smallest = pc.min(mins).as_py()
+        return None if smallest is None else int(smallest)
 
     def append(
         self,

@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import threading
 import time
 
 import pytest
 
+from spark_log import SyncClient
+from spark_log.api_models import Ack, ClusterInfo, FlushResult, StreamDescription, StreamSummary
 from spark_log.client import Client, partition_for_key
-from spark_log.errors import InvalidRequestError, StreamExistsError, StreamNotFoundError
+from spark_log.errors import (
+    ExpectedOffsetMismatchError,
+    InvalidRequestError,
+    NoRespondersError,
+    RequestTimeoutError,
+    StreamExistsError,
+    StreamNotFoundError,
+    StreamPausedError,
+    UnavailableError,
+)
 
 
 async def _take(client: Client, stream: str, start, n: int, partition: int = 0) -> list:
@@ -72,3 +84,126 @@ async def test_admin_calls_and_typed_errors(node, stream_name):
             await client.describe_stream(stream_name)
         with pytest.raises(StreamNotFoundError):
             await client.publish(stream_name, b"v")
+
+
+async def test_admin_calls_return_the_shared_models(node, stream_name):
+    async with Client(node.api_url) as client:
+        created = await client.create_stream(stream_name, f"{stream_name}.in", partitions=2)
+        assert isinstance(created, StreamDescription)
+        assert [p.partition for p in created.partitions] == [0, 1]
+        assert created.spec.partitions == 2 and created["partitions"][1]["leader"] == 1
+        batch = await client.publish_batch(stream_name, [b"a", b"b"], partition=1)
+        assert batch == Ack(stream_name, 1, 0, count=2, duplicate=False)
+        described = await client.describe_stream(stream_name)
+        assert described.partition(1).high_watermark == 2
+        assert described.partition(1).isr == (1,)
+        listed = await client.list_streams()
+        assert all(isinstance(s, StreamSummary) for s in listed)
+        assert stream_name in [s.name for s in listed]
+        cluster = await client.cluster()
+        assert isinstance(cluster, ClusterInfo)
+        assert cluster.api_urls() == {1: node.api_url}
+        assert cluster.controller == 1
+        flushed = await client.flush_stream(stream_name)
+        assert isinstance(flushed, FlushResult)
+        assert {p.partition: p.lake_offset for p in flushed.partitions} == {0: 0, 1: 2}
+
+
+async def test_duplicate_publishes_are_acked_as_duplicates(node, stream_name):
+    async with Client(node.api_url) as client:
+        await client.create_stream(stream_name, f"{stream_name}.in")
+        first = await client.publish(stream_name, b"pay", msg_id="payment-1")
+        again = await client.publish(stream_name, b"pay", msg_id="payment-1")
+        assert first.duplicate is False
+        assert again.duplicate is True and again.offset == first.offset
+
+
+async def test_error_acks_become_typed_errors(node, stream_name):
+    async with Client(node.api_url) as client:
+        await client.create_stream(stream_name, f"{stream_name}.in")
+        await client.publish(stream_name, b"zero")
+        with pytest.raises(ExpectedOffsetMismatchError) as mismatch:
+            await client.publish(stream_name, b"v", expected_offset=5)
+        assert mismatch.value.code == "expected_offset_mismatch"
+        await client.pause_stream(stream_name)
+        with pytest.raises(StreamPausedError) as paused:
+            await client.publish(stream_name, b"while paused", timeout_s=5)
+        assert paused.value.code == "stream_paused"
+        await client.resume_stream(stream_name)
+        assert (await client.publish(stream_name, b"one")).offset == 1
+
+
+async def test_no_responders_is_a_typed_error_naming_the_subject(node, stream_name):
+    subject = f"{stream_name}.in"
+    async with Client(node.api_url) as client, Client(node.api_url) as admin:
+        await client.create_stream(stream_name, subject)
+        await client.publish(stream_name, b"v")  # caches the spec: the client keeps publishing
+        await admin.delete_stream(stream_name)
+        error = await _publish_until_no_responders(client, stream_name)
+        assert error.code == "no_responders"
+        assert subject in error.message and "describe" in error.message
+        assert "malformed" not in error.message
+
+
+async def _publish_until_no_responders(client: Client, stream: str) -> NoRespondersError:
+    """The node unsubscribes as it deletes; until NATS has seen that, a publish times out."""
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            await client.publish(stream, b"v", timeout_s=1)
+        except NoRespondersError as exc:
+            return exc
+        except RequestTimeoutError:
+            pass
+        assert time.monotonic() < deadline, "no no-responders reply within 15s"
+
+
+async def test_subscriptions_end_at_the_end_or_after_max_records(node, stream_name):
+    async with Client(node.api_url) as client:
+        await client.create_stream(stream_name, f"{stream_name}.in")
+        await client.publish_batch(stream_name, [f"v{i}" for i in range(7)])
+        to_end = [r.offset async for r in client.subscribe(stream_name, stop_at_end=True)]
+        assert to_end == list(range(7))
+        three = client.subscribe(stream_name, start=2, max_records=3, fetch_max_records=2)
+        assert [r.offset async for r in three] == [2, 3, 4]
+        both = client.subscribe(stream_name, start=5, max_records=10, stop_at_end=True)
+        assert [r.offset async for r in both] == [5, 6]
+        at_end = client.subscribe(stream_name, start="latest", stop_at_end=True)
+        assert [r async for r in at_end] == []
+        with pytest.raises(InvalidRequestError):
+            [r async for r in client.subscribe(stream_name, max_records=-1)]
+
+
+def test_sync_client_runs_every_operation_without_asyncio(node, stream_name):
+    with SyncClient(node.api_url) as client:
+        created = client.create_stream(stream_name, f"{stream_name}.in", partitions=2)
+        assert len(created.partitions) == 2
+        ack = client.publish(stream_name, b"one", partition=0)
+        assert ack == Ack(stream_name, 0, 0)
+        batch = client.publish_batch(stream_name, [b"two", b"three"], partition=0)
+        assert (batch.offset, batch.count) == (1, 2)
+        records = client.subscribe(stream_name, 0, start=ack.offset, stop_at_end=True)
+        assert [r.value for r in records] == [b"one", b"two", b"three"]
+        assert [r.offset for r in client.subscribe(stream_name, max_records=2)] == [0, 1]
+        assert client.fetch(stream_name, 0, 1, max_records=1).records[0].value == b"two"
+        assert client.describe_stream(stream_name).partition(0).high_watermark == 3
+        assert stream_name in [s.name for s in client.list_streams()]
+        assert client.cluster().brokers[0].api_url == node.api_url
+        assert client.pause_stream(stream_name).paused is True
+        assert client.resume_stream(stream_name).paused is False
+        client.delete_stream(stream_name)
+        with pytest.raises(StreamNotFoundError):
+            client.describe_stream(stream_name)
+    assert not [t for t in threading.enumerate() if t.name == "liftlog-sync-client"]
+
+
+def test_sync_subscription_can_be_closed_while_following(node, stream_name):
+    with SyncClient(node.api_url) as client:
+        client.create_stream(stream_name, f"{stream_name}.in")
+        client.publish(stream_name, b"first")
+        live = client.subscribe(stream_name, poll_wait_ms=100)  # unbounded: a live tail
+        assert next(live).value == b"first"
+        live.close()
+        assert list(live) == []
+    with pytest.raises(UnavailableError):
+        client.describe_stream(stream_name)  # closed clients say so

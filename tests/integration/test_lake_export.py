@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 from deltalake import DeltaTable
 
-from spark_log import cli
+from liftlog import cli
 from spark_log.client import Client
 from spark_log.config import LakeConfig, LogConfig
 from tests.integration.conftest import create_stream
@@ -133,10 +133,11 @@ async def test_flush_exports_every_record_readable_by_deltalake_polars_duckdb_an
         uri = body["lake"]["uri"]
         assert uri == flushed["lake"]["uri"] and uri.startswith(node.config.lake.uri)
         assert [p["lake_offset"] for p in body["partitions"]] == [30, 60]
+        assert [p["lake_start_offset"] for p in body["partitions"]] == [0, 0]
         capsys.readouterr()
         assert cli.main(["stream", "describe", stream_name, "--server", node.api_url]) == 0
         printed = capsys.readouterr().out
-        assert f"lake: {uri}" in printed and "LAKE" in printed
+        assert f"lake table: {uri}" in printed and "LAKE" in printed
 
         rows = lake_rows(uri)  # deltalake
         for p in (0, 1):

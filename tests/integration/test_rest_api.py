@@ -32,14 +32,14 @@ def test_bad_create_requests_get_clear_errors(api, stream_name):
     assert unknown.status_code == 422
     assert "partitons" in unknown.json()["error"]["message"]
     bad_subject = api.post("/v1/streams", json={"name": stream_name, "subject": "a..b"})
-    assert bad_subject.status_code == 400
+    assert bad_subject.status_code == 422
     assert bad_subject.json()["error"]["code"] == "invalid_request"
     bad_name = api.post("/v1/streams", json={"name": "no spaces", "subject": "a"})
-    assert bad_name.status_code == 400
+    assert bad_name.status_code == 422
     too_many = api.post(
         "/v1/streams", json={"name": stream_name, "subject": "a", "replication_factor": 3}
     )
-    assert too_many.status_code == 400
+    assert too_many.status_code == 422
     assert "replication factor" in too_many.json()["error"]["message"]
     not_json = api.post(
         "/v1/streams", content=b"{nope", headers={"content-type": "application/json"}
@@ -50,7 +50,8 @@ def test_bad_create_requests_get_clear_errors(api, stream_name):
 
 def test_list_describe_delete_removes_data(api, node, stream_name):
     created = create_stream(api, stream_name)
-    assert created["partitions"][0] | {"high_watermark": 0} == {
+    assert "lake_start_offset" in created["partitions"][0]
+    assert created["partitions"][0] | {"high_watermark": 0, "lake_start_offset": None} == {
         "partition": 0,
         "leader": 1,
         "leader_epoch": 0,
@@ -59,6 +60,7 @@ def test_list_describe_delete_removes_data(api, node, stream_name):
         "high_watermark": 0,
         "log_end_offset": 0,
         "log_start_offset": 0,
+        "lake_start_offset": None,
         "lake_offset": 0,  # the lake is on by default; nothing exported yet
         "offline": False,
         "replica_log_end_offsets": {"1": 0},
@@ -153,7 +155,7 @@ def test_fetch_limits_timestamp_and_ranges(api, stream_name):
     assert beyond.status_code == 416
     assert beyond.json()["error"]["code"] == "offset_out_of_range"
     assert api.get(url, params={"offset": -1}).status_code == 422
-    assert api.get(url, params={"offset": 0, "timestamp": 1}).status_code == 400
+    assert api.get(url, params={"offset": 0, "timestamp": 1}).status_code == 422
     assert api.get(f"/v1/streams/{stream_name}/partitions/7/records").status_code == 404
     assert api.get("/v1/streams/nope/partitions/0/records").status_code == 404
 
@@ -187,15 +189,18 @@ def test_publish_errors(api, stream_name):
     url = f"/v1/streams/{stream_name}/partitions/0/records"
     too_big = api.post(url, json={"records": [{"value": "12345"}]}, params={"encoding": "utf-8"})
     assert too_big.status_code == 413
-    assert api.post(url, json={"records": [{"value": "!!"}]}).status_code == 400  # not base64
-    assert api.post(url, json={"records": []}).status_code == 400
+    assert api.post(url, json={"records": [{"value": "!!"}]}).status_code == 422  # not base64
+    assert api.post(url, json={"records": []}).status_code == 422
     assert (
         api.post(
             url, content=b"junk", headers={"content-type": "application/vnd.apache.arrow.stream"}
         ).status_code
-        == 400
+        == 422
     )
-    assert api.post(url, json={"records": [{"value": "AA==", "extra": 1}]}).status_code == 400
+    extra = api.post(url, json={"records": [{"value": "AA==", "extra": 1}]})
+    assert extra.status_code == 422
+    assert extra.json()["error"]["code"] == "invalid_request"
+    assert "extra" in extra.json()["error"]["message"]
     assert fetch(api, stream_name)["high_watermark"] == 0
 
 

@@ -10,10 +10,11 @@ import pytest
 
 from coordinator.errors import VersionConflictError, ZNodeExistsError, ZNodeNotFoundError
 from coordinator.znodes import LAKE_PATH, LakeRecord
-from ingest.lake_identity import LakeIdentity
+from ingest.lake_identity import FAILURE_MEMORY_S, LakeIdentity
 from spark_log.errors import LakeError
 from spark_log.lake.errors import LakeIdentityError
 from spark_log.lake.identity import IDENTITY_FILE, read_lake_id, write_lake_id
+from tests.unit.ingest.conftest import ManualClock
 
 
 class FakeSession:
@@ -47,8 +48,10 @@ class FakeSession:
         return LakeRecord.from_json(self.nodes[LAKE_PATH][0])
 
 
-def identity(session: FakeSession, lake: Path, broker: int) -> LakeIdentity:
-    return LakeIdentity(session, str(lake), broker)  # type: ignore[arg-type]
+def identity(
+    session: FakeSession, lake: Path, broker: int, clock: ManualClock | None = None
+) -> LakeIdentity:
+    return LakeIdentity(session, str(lake), broker, clock or ManualClock())  # type: ignore[arg-type]
 
 
 def test_the_first_exporter_claims_the_lake_and_the_others_match(tmp_path: Path) -> None:
@@ -105,10 +108,10 @@ def test_a_claimant_that_crashed_before_its_file_completes_the_claim(
 
 
 def test_the_file_is_read_again_and_failures_are_remembered_briefly(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, clock: ManualClock
 ) -> None:
     zk, lake = FakeSession(), tmp_path / "lake"
-    check = identity(zk, lake, 2)
+    check = identity(zk, lake, 2, clock)
     write_lake_id(str(lake), "abc")
     zk.create_json(LAKE_PATH, {**LakeRecord("abc", str(lake), 1, 1, True).to_json()})
     check.verify()
@@ -120,8 +123,12 @@ def test_the_file_is_read_again_and_failures_are_remembered_briefly(
         check.verify()
     assert zk.calls == calls, "a fresh failure is answered from memory"
     write_lake_id(str(lake), "abc")
-    monkeypatch.setattr("ingest.lake_identity.FAILURE_MEMORY_S", 0.0)
-    check.verify()
+    clock.advance(int(FAILURE_MEMORY_S * 1000) - 1)
+    with pytest.raises(LakeIdentityError):
+        check.verify()  # still remembered: the fixed file is not read yet
+    assert zk.calls == calls
+    clock.advance(1)
+    check.verify()  # the memory expired: the file is read again, and it matches
 
 
 def test_a_scheme_pyarrow_cannot_open_is_not_checked(caplog: pytest.LogCaptureFixture) -> None:

@@ -93,3 +93,11 @@ def test_deltalake_errors_become_lake_errors(tmp_path):
         LakeTable(str(blocker / "lake" / "s@1"), "s").ensure_exists()
     with pytest.raises(LakeError):
         LakeTable(str(tmp_path / "missing"), "s").snapshot()
+
+
+def test_first_offsets_are_the_smallest_offset_each_partitions_files_hold(table):
+    assert table.first_offsets(2) == {0: None, 1: None}
+    table.snapshot().append(rows(0, 7, 12), 0, 12, allowed, {})
+    table.snapshot().append(rows(0, 12, 15), 0, 15, allowed, {})
+    table.snapshot().append(rows(1, 3, 4), 1, 4, allowed, {})
+    assert table.first_offsets(3) == {0: 7, 1: 3, 2: None}

@@ -1,0 +1,107 @@
+"""The follower's write path: the leader's bytes appended as they are, its HW followed,
+divergent tails truncated (KIP-101/279).
+
+It is what ``ReplicaFetcher`` drives (``ingest.fetcher.FollowerReplica``). It shares the
+replica's write lock with the leader's writer, so a role change never interleaves two writers;
+what the rest of the replica must learn (the HW moved, the log was cut, it failed) goes back
+through ``FollowerHooks``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+from ingest.partition_state import Partition
+from spark_log.log import PartitionLog, iter_batches
+
+
+@runtime_checkable
+class FollowerHooks(Protocol):
+    """What the follower path tells its replica."""
+
+    def on_high_watermark(self) -> None: ...
+
+    def on_truncated(self, offset: int) -> None: ...
+
+    def on_log_changed(self) -> None: ...
+
+    def go_offline(self, reason: str) -> None: ...
+
+
+class FollowerPath:
+    """Appends, truncates and takes the HW for a follower replica."""
+
+    def __init__(
+        self,
+        partition: Partition,
+        log_: Callable[[], PartitionLog],
+        write_lock: asyncio.Lock,
+        fsync_always: bool,
+        hooks: FollowerHooks,
+    ) -> None:
+        self._partition = partition
+        self._log = log_
+        self._write_lock = write_lock
+        self._fsync_always = fsync_always
+        self._hooks = hooks
+
+    @property
+    def broker_id(self) -> int:
+        return self._partition.broker_id
+
+    @property
+    def stream_name(self) -> str:
+        return self._partition.stream
+
+    @property
+    def partition(self) -> int:
+        return self._partition.partition
+
+    @property
+    def leader_id(self) -> int:
+        return self._partition.leader_id
+
+    @property
+    def leader_epoch(self) -> int:
+        return self._partition.leader_epoch
+
+    @property
+    def log(self) -> PartitionLog:
+        return self._log()
+
+    @property
+    def log_write_in_progress(self) -> bool:
+        return self._write_lock.locked()
+
+    async def append_replicated(self, data: bytes) -> None:
+        """Append the leader's batches as they are (CRC verified), durable per the policy."""
+        batches = [view for _header, view in iter_batches(data, verify=False)]
+        sync = self._fsync_always
+
+        def append(log_: PartitionLog) -> None:
+            log_.append_many(batches)
+            if sync:
+                log_.flush()
+
+        async with self._write_lock:
+            await asyncio.get_running_loop().run_in_executor(None, append, self._log())
+        self._hooks.on_log_changed()
+
+    def follow_high_watermark(self, leader_hw: int) -> None:
+        """Take the leader's HW, capped by this replica's LEO; it never moves back."""
+        log_ = self._log()
+        hw = min(leader_hw, log_.log_end_offset)
+        if hw > log_.high_watermark:
+            log_.set_high_watermark(hw)
+            self._hooks.on_high_watermark()
+
+    async def truncate_to(self, offset: int) -> None:
+        async with self._write_lock:
+            await asyncio.get_running_loop().run_in_executor(None, self._log().truncate_to, offset)
+        self._hooks.on_truncated(offset)
+        self._hooks.on_log_changed()
+
+    def fail_replication(self, reason: str) -> None:
+        self._hooks.go_offline(f"replication failed: {reason}")

@@ -1,0 +1,328 @@
+"""The partition leader's write path: NATS intake, the writer, group commit, acks, purgatory.
+
+Kafka splits produce handling the same way: requests queue up, one writer per partition
+appends them (``ingest.leader.Sequencer`` assigns offsets), a flusher fsyncs what the writer
+appended while the writer already takes the next cycle (group commit), and ``acks=all``
+requests wait in the produce purgatory until the HW passes them. Acks are queued in an outbox
+and published in order by the writer or the flusher, never one task per ack.
+
+Everything this path cannot decide alone (the HW, going offline, telling followers and the
+exporter that data arrived, idle-time maintenance) goes through ``WriteHooks``, which the
+replica implements.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, runtime_checkable
+
+from ingest.clock import Clock
+from ingest.dedup import DedupWindow
+from ingest.leader import AckRouter, CycleResult, Sequencer, next_cycle
+from ingest.metrics import NodeMetrics
+from ingest.partition_state import Partition
+from ingest.produce_request import ProduceAck, ProduceRequest, request_from_nats
+from spark_log.config import IngestConfig
+from spark_log.errors import LiftlogError, StorageError, StreamPausedError
+from spark_log.log import PartitionLog
+from spark_log.stream_spec import StreamSpec
+from spark_log.wire import ack_prefix, encode_ack, encode_duplicate_ack, encode_error
+
+log = logging.getLogger("liftlog.write_path")
+
+Publish = Callable[[str, bytes], Awaitable[None]]
+IDLE_WAKEUP_S = 0.2
+"""How long the writer waits for work before it runs idle-time maintenance anyway."""
+
+
+@runtime_checkable
+class WriteHooks(Protocol):
+    """What the write path asks of its replica."""
+
+    @property
+    def log(self) -> PartitionLog: ...
+
+    def advance_high_watermark(self) -> None: ...
+
+    def go_offline(self, reason: str) -> None: ...
+
+    def on_appended(self, batches: list[bytes]) -> None:
+        """The batches are in the log (called on the loop): waiting followers may fetch."""
+        ...
+
+    def on_cycle_written(self, start: int, end: int, size_bytes: int) -> None:
+        """A cycle's records ``[start, end)`` are appended (the exporter tracks them)."""
+        ...
+
+    def on_flushed(self, now_ms: int) -> None: ...
+
+    async def run_maintenance(self) -> None: ...
+
+
+class LeaderWritePath:
+    """Intake, writer task, group-commit flusher, ack outbox and produce purgatory."""
+
+    def __init__(
+        self,
+        *,
+        spec: StreamSpec,
+        partition: Partition,
+        ingest: IngestConfig,
+        fsync_always: bool,
+        metrics: NodeMetrics,
+        publish: Publish,
+        clock: Clock,
+        hooks: WriteHooks,
+        write_lock: asyncio.Lock,
+    ) -> None:
+        self._spec = spec
+        self._partition = partition
+        self._limits = ingest
+        self._fsync_always = fsync_always
+        self._metrics = metrics
+        self._labels = (spec.name, str(partition.partition))
+        self._records_in = metrics.records_in.labels(*self._labels)
+        self._bytes_in = metrics.bytes_in.labels(*self._labels)
+        self._duplicates = metrics.duplicates.labels(*self._labels)
+        self._paused_drops = metrics.paused_drops.labels(*self._labels)
+        self._publish = publish
+        self._clock = clock
+        self._hooks = hooks
+        self._write_lock = write_lock
+        self._queue: list[ProduceRequest] = []
+        self._wakeup = asyncio.Event()
+        self._space = asyncio.Event()
+        self._space.set()
+        self._flush_wanted = asyncio.Event()
+        self._flushing = False
+        self._stopping = False
+        self._outbox: list[tuple[str, bytes]] = []
+        self._writer: asyncio.Task[None] | None = None
+        self._flusher: asyncio.Task[None] | None = None
+        self.dedup = DedupWindow(int(ingest.dedup_window_s * 1000), ingest.dedup_max_ids)
+        self._acks = AckRouter(
+            ack_prefix(spec.name, partition.partition),
+            self._queue_ack,
+            encode_ack,
+            self._encode_error,
+            encode_duplicate_ack,
+        )
+        self._sequencer = Sequencer(spec, self.dedup, self._refuse)
+        self.paused_drops = 0
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def start(self, name: str) -> None:
+        self._writer = asyncio.create_task(self._run_writer(), name=f"writer-{name}")
+        self._flusher = asyncio.create_task(self._run_flusher(), name=f"flusher-{name}")
+
+    async def stop(self) -> None:
+        """Let the writer and flusher finish the step they are in (never cancel a task in
+        the middle of an executor append: the thread would go on writing after close)."""
+        self._stopping = True
+        self._wakeup.set()
+        self._flush_wanted.set()
+        tasks = [t for t in (self._writer, self._flusher) if t is not None]
+        self._writer = self._flusher = None
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def replace_dedup(self, window: DedupWindow) -> None:
+        """Adopt a window rebuilt from the log (a new leadership)."""
+        self.dedup = window
+        self._sequencer.dedup = window
+
+    # ----------------------------------------------------------------- intake
+
+    async def on_message(self, msg: Any) -> None:
+        """NATS callback: queue only; the writer task parses and validates. A paused stream
+        answers at once and stores nothing."""
+        if self._partition.paused:
+            self._answer_paused(msg.reply)
+            return
+        if len(self._queue) >= self._limits.pending_msgs_limit:
+            self._space.clear()
+            await self._space.wait()  # back-pressure: the client queue fills, then drops count
+        try:
+            req = request_from_nats(msg.subject, msg.reply, msg.data, msg.headers, self._spec)
+        except LiftlogError as exc:
+            self._refuse_reply(msg.reply, exc)
+            return
+        self._queue.append(req)
+        self._wakeup.set()
+
+    def _answer_paused(self, reply: str | None) -> None:
+        """A publish to a paused stream: the typed error ack on its reply subject, or, with
+        nobody to tell, a counted drop."""
+        if not reply:
+            self.paused_drops += 1
+            self._paused_drops.inc()
+            return
+        self._refuse_reply(reply, StreamPausedError(f"stream {self._spec.name} is paused"))
+
+    async def produce(self, requests: list[ProduceRequest]) -> list[ProduceAck]:
+        """Queue requests that did not come from NATS (REST) and wait for their acks."""
+        loop = asyncio.get_running_loop()
+        for req in requests:
+            req.future = loop.create_future()
+            self._queue.append(req)
+        self._wakeup.set()
+        return [await req.future for req in requests if req.future is not None]
+
+    # ----------------------------------------------------------------- acks
+
+    def _encode_error(self, exc: LiftlogError) -> bytes:
+        return encode_error(exc, self._spec.name, self._partition.partition)
+
+    def _refuse(self, req: ProduceRequest, exc: LiftlogError) -> None:
+        self._metrics.produce_errors.labels(*self._labels, exc.code).inc()
+        self._acks.error(req, exc)
+
+    def _refuse_reply(self, reply: str | None, exc: LiftlogError) -> None:
+        self._metrics.produce_errors.labels(*self._labels, exc.code).inc()
+        if reply:
+            self._queue_ack(reply, self._encode_error(exc))
+            self._wakeup.set()
+
+    def _queue_ack(self, subject: str, payload: bytes) -> None:
+        self._outbox.append((subject, payload))
+
+    async def send_acks(self) -> None:
+        """Publish queued acks in order (called wherever the HW may have moved)."""
+        while self._outbox:
+            outbox, self._outbox = self._outbox, []
+            for subject, payload in outbox:
+                await self._publish(subject, payload)
+
+    def release(self, high_watermark: int) -> int:
+        """Complete the parked acks=all requests the HW now passes."""
+        return self._acks.purgatory.release(high_watermark)
+
+    def fail_parked(self, exc: LiftlogError) -> None:
+        """Fail the requests parked in the purgatory (the leader was fenced)."""
+        self._acks.purgatory.fail_all(exc)
+
+    def fail_waiting(self, exc: LiftlogError) -> None:
+        """Fail everything parked or queued (leadership lost, offline, closing)."""
+        self._acks.purgatory.fail_all(exc)
+        queued, self._queue = self._queue, []
+        for req in queued:
+            self._acks.error(req, exc)
+
+    # ----------------------------------------------------------------- writer
+
+    async def _run_writer(self) -> None:
+        limits = self._limits
+        while not self._stopping:
+            items = await next_cycle(
+                self._queue,
+                self._wakeup,
+                IDLE_WAKEUP_S,
+                limits.max_batch_records,
+                limits.max_batch_bytes,
+            )
+            if len(self._queue) < limits.pending_msgs_limit:
+                self._space.set()
+            if items:
+                await self._write_cycle(items)
+            await self.send_acks()
+            await self._hooks.run_maintenance()
+
+    async def _write_cycle(self, items: list[ProduceRequest]) -> None:
+        """Sequence, encode and append one cycle; with fsync=always the flusher commits it."""
+        refusal = self._partition.write_refusal()
+        if refusal is not None:
+            for req in items:
+                self._refuse(req, refusal)
+            return
+        async with self._write_lock:
+            await self._write_cycle_locked(items)
+
+    async def _write_cycle_locked(self, items: list[ProduceRequest]) -> None:
+        log_ = self._hooks.log
+        start = log_.log_end_offset
+        cycle = self._sequencer.sequence(
+            items, start, self._partition.leader_epoch, self._clock.now_ms()
+        )
+        sync = self._fsync_always
+        # idle flusher (light load): append and fsync in one thread hop, for latency;
+        # busy flusher (heavy load): append only and let the flusher's next fsync cover it
+        inline_fsync = sync and not self._flushing and not self._flush_wanted.is_set()
+        if cycle.batches and not await self._append(log_, cycle, inline_fsync):
+            return
+        if not sync or inline_fsync:
+            self._hooks.advance_high_watermark()  # durable already: commit before acks
+        self._acks.after_append(
+            cycle.sequenced, cycle.end_offset, log_.high_watermark, self._partition.isr_ok
+        )
+        if cycle.batches:
+            size = self._count(cycle.batches, cycle.end_offset - start)
+            self._hooks.on_cycle_written(start, cycle.end_offset, size)
+            if sync and not inline_fsync:
+                self._flush_wanted.set()
+        duplicates = sum(1 for item in cycle.sequenced if item.duplicate)
+        if duplicates:
+            self._duplicates.inc(duplicates)
+
+    async def _append(self, log_: PartitionLog, cycle: CycleResult, inline_fsync: bool) -> bool:
+        """Append the cycle's batches in the executor; False (and offline) if that failed."""
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(
+                None, self._append_cycle, loop, log_, cycle.batches, inline_fsync
+            )
+        except (OSError, LiftlogError) as exc:
+            self._hooks.go_offline(f"log append failed: {exc}")
+            for item in cycle.sequenced:
+                self._acks.error(item.request, StorageError(str(exc)))
+            return False
+        return True
+
+    def _append_cycle(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        log_: PartitionLog,
+        batches: list[bytes],
+        fsync: bool,
+    ) -> None:
+        """Worker thread: append batches this leader just encoded (its own CRCs, so not
+        verified again), let waiting followers fetch them at once, then fsync if asked: the
+        followers' round trip overlaps the leader's fsync, as in Kafka."""
+        log_.append_many(batches, verify_crc=False)
+        loop.call_soon_threadsafe(self._hooks.on_appended, batches)
+        if fsync:
+            log_.flush()
+
+    def _count(self, batches: list[bytes], records: int) -> int:
+        """Count what was appended in the metrics; returns its size in bytes."""
+        size = sum(len(b) for b in batches)
+        if batches:
+            self._records_in.inc(records)
+            self._bytes_in.inc(size)
+        return size
+
+    # ----------------------------------------------------------------- flusher
+
+    async def _run_flusher(self) -> None:
+        """Group commit, pipelined: fsync whatever the writer appended since the last fsync,
+        then advance the HW and release acks=all, while the writer appends the next cycle."""
+        loop = asyncio.get_running_loop()
+        while not self._stopping:
+            await self._flush_wanted.wait()
+            self._flush_wanted.clear()
+            if self._stopping:
+                return  # close() flushes
+            self._flushing = True
+            try:
+                await loop.run_in_executor(None, self._hooks.log.flush)
+            except (OSError, LiftlogError) as exc:
+                self._hooks.go_offline(f"log fsync failed: {exc}")
+                await self.send_acks()
+                return
+            finally:
+                self._flushing = False
+            self._hooks.on_flushed(self._clock.now_ms())
+            self._hooks.advance_high_watermark()
+            await self.send_acks()

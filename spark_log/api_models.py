@@ -1,0 +1,282 @@
+"""The JSON documents of the REST API and of NATS acks, as typed models.
+
+One definition serves three readers: the node's FastAPI app (``response_model``, so
+``/openapi.json`` describes every response), ``spark_log.Client`` (which returns these) and
+the Spark source (which plans from ``StreamDescription`` and ``ClusterInfo``). Field names are
+the JSON keys, snake_case, unchanged from the dicts they replace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from spark_log.json_model import JsonModel
+from spark_log.stream_spec import (
+    DEFAULT_ACK_POLICY,
+    DEFAULT_DELETE_RETENTION_MS,
+    DEFAULT_MAX_RECORD_BYTES,
+    DEFAULT_PARTITIONS,
+    DEFAULT_REPLICATION_FACTOR,
+    AckPolicy,
+    StreamSpec,
+)
+
+# ----------------------------------------------------------------------------- errors
+
+
+@dataclass(frozen=True)
+class ErrorDetail(JsonModel):
+    code: str
+    """Stable machine-readable word (``stream_not_found``, ``stream_paused``, ...)."""
+    message: str
+
+
+@dataclass(frozen=True)
+class ErrorBody(JsonModel):
+    """Every refusal, on every REST route and in NATS error acks."""
+
+    error: ErrorDetail
+
+
+# ----------------------------------------------------------------------------- streams
+
+
+@dataclass(frozen=True)
+class StreamSummary(JsonModel):
+    """One stream in ``GET /v1/streams``: its spec, flattened, plus its state."""
+
+    name: str
+    subject: str
+    partitions: int = DEFAULT_PARTITIONS
+    replication_factor: int = DEFAULT_REPLICATION_FACTOR
+    min_isr: int | None = None
+    ack_policy: AckPolicy = DEFAULT_ACK_POLICY
+    retention_ms: int | None = None
+    retention_bytes: int | None = None
+    retention_messages: int | None = None
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+    load_balance: bool = False
+    compaction: bool = False
+    compaction_interval_s: float | None = None
+    delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS
+    paused: bool = False
+    created_at_ms: int = 0
+
+
+@dataclass(frozen=True)
+class StreamList(JsonModel):
+    streams: tuple[StreamSummary, ...] = ()
+
+
+@dataclass(frozen=True)
+class PartitionState(JsonModel):
+    """One partition in a describe. Offsets follow Kafka (``high_watermark`` and
+    ``log_end_offset`` are the first offset not yet committed / written) and are null while
+    the partition has no live leader to report them."""
+
+    partition: int
+    leader: int
+    """Broker id of the leader (-1 while offline)."""
+    leader_epoch: int
+    replicas: tuple[int, ...] = ()
+    isr: tuple[int, ...] = ()
+    high_watermark: int | None = None
+    log_end_offset: int | None = None
+    log_start_offset: int | None = None
+    lake_start_offset: int | None = None
+    """First offset the lake holds (null when unknown or the lake is empty or disabled)."""
+    lake_offset: int | None = None
+    """First offset not yet in the lake (null when the lake is disabled)."""
+    offline: bool = False
+    replica_log_end_offsets: dict[str, int] = field(default_factory=dict)
+    """Each replica's LEO as the leader last saw it, by broker id."""
+
+
+@dataclass(frozen=True)
+class LakeRef(JsonModel):
+    uri: str
+    """The stream's Delta table."""
+
+
+@dataclass(frozen=True)
+class StreamDescription(JsonModel):
+    """``GET /v1/streams/{stream}`` (also the answer of create, pause and resume): the spec
+    fields flattened, ``spec`` itself, and ``partitions`` as the per-partition list."""
+
+    name: str
+    subject: str
+    spec: StreamSpec
+    partitions: tuple[PartitionState, ...] = ()
+    replication_factor: int = DEFAULT_REPLICATION_FACTOR
+    min_isr: int | None = None
+    ack_policy: AckPolicy = DEFAULT_ACK_POLICY
+    retention_ms: int | None = None
+    retention_bytes: int | None = None
+    retention_messages: int | None = None
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+    load_balance: bool = False
+    compaction: bool = False
+    compaction_interval_s: float | None = None
+    delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS
+    paused: bool = False
+    created_at_ms: int = 0
+    lake: LakeRef | None = None
+
+    def partition(self, p: int) -> PartitionState:
+        """The partition numbered ``p`` (KeyError if the stream has none)."""
+        for state in self.partitions:
+            if state.partition == p:
+                return state
+        raise KeyError(p)
+
+
+@dataclass(frozen=True)
+class StreamDeleted(JsonModel):
+    deleted: str
+
+
+@dataclass(frozen=True)
+class RecoveryLossView(JsonModel):
+    first_lost_offset: int
+    durable_end_offset: int
+
+
+@dataclass(frozen=True)
+class ReplicaView(JsonModel):
+    """``GET /v1/streams/{stream}/partitions/{p}``: one broker's own view of its replica."""
+
+    partition: int
+    broker: int
+    role: str
+    leader_epoch: int
+    high_watermark: int | None = None
+    log_end_offset: int | None = None
+    log_start_offset: int | None = None
+    offline: bool = False
+    fenced: bool = False
+    lake_start_offset: int | None = None
+    lake_offset: int | None = None
+    recovery_loss: RecoveryLossView | None = None
+    replica_log_end_offsets: dict[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class PartitionFlush(JsonModel):
+    partition: int
+    high_watermark: int
+    log_start_offset: int
+    lake_offset: int | None = None
+    """Everything below it is in the lake (null when the lake is disabled)."""
+
+
+@dataclass(frozen=True)
+class FlushResult(JsonModel):
+    """``POST /v1/streams/{stream}/flush``: each partition sealed, fsynced and exported."""
+
+    stream: str
+    flushed_partitions: tuple[int, ...] = ()
+    partitions: tuple[PartitionFlush, ...] = ()
+    lake: LakeRef | None = None
+
+
+@dataclass(frozen=True)
+class UncleanElection(JsonModel):
+    """The dry run (``elected`` false) or the result of an unclean election."""
+
+    stream: str
+    partition: int
+    candidate: int
+    candidate_log_end_offset: int
+    highest_known_high_watermark: int
+    offsets_known_lost: int
+    warning: str
+    elected: bool = False
+    leader: int | None = None
+    leader_epoch: int | None = None
+
+
+# ----------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class RecordJson(JsonModel):
+    """One record of a JSON fetch; key and value base64 unless ``encoding=utf-8``."""
+
+    offset: int
+    timestamp: int
+    """Leader append time, ms since the epoch (UTC)."""
+    key: str | None = None
+    value: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    subject: str = ""
+
+
+@dataclass(frozen=True)
+class FetchResponse(JsonModel):
+    """``GET .../records`` as JSON (Arrow IPC carries the same columns)."""
+
+    records: tuple[RecordJson, ...] = ()
+    high_watermark: int = 0
+    log_start_offset: int = 0
+    next_offset: int = 0
+    """Where the next fetch starts."""
+
+
+@dataclass(frozen=True)
+class PublishResult(JsonModel):
+    """``POST .../records``: the offsets the records got, in order."""
+
+    stream: str
+    partition: int
+    offsets: tuple[int, ...] = ()
+    duplicate: bool = False
+    """True when the records were already in the log (a repeated ``Nats-Msg-Id``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ack(JsonModel):
+    """A NATS publish ack: the record's offset (a batch's first offset and its ``count``)."""
+
+    stream: str
+    partition: int
+    offset: int
+    count: int = 1
+    duplicate: bool = False
+    """True when the leader had the message already (same ``Nats-Msg-Id`` within the
+    deduplication window): ``offset`` is where it was first written."""
+
+
+# ----------------------------------------------------------------------------- cluster
+
+
+@dataclass(frozen=True)
+class BrokerInfo(JsonModel):
+    broker_id: int
+    host: str
+    api_url: str
+    """This broker's REST base URL."""
+    nats_url: str
+
+
+@dataclass(frozen=True)
+class ClusterInfo(JsonModel):
+    """``GET /v1/cluster``: the live brokers and who is controller."""
+
+    brokers: tuple[BrokerInfo, ...] = ()
+    controller: int | None = None
+    this_broker: int | None = None
+
+    def api_urls(self) -> dict[int, str]:
+        """REST base URL by broker id."""
+        return {b.broker_id: b.api_url for b in self.brokers}
+
+
+@dataclass(frozen=True)
+class ControlledShutdownResult(JsonModel):
+    broker_id: int
+    remaining_leaderships: int
+
+
+@dataclass(frozen=True)
+class HealthStatus(JsonModel):
+    status: str

@@ -1,0 +1,98 @@
+"""The base of the REST response models: frozen dataclasses that read and write their JSON.
+
+The core may not import pydantic, so the models shared by the API (which hands them to FastAPI
+as ``response_model``), the client and the Spark source are plain dataclasses. ``from_json``
+ignores keys it does not know, so an older client keeps working against a newer node, and the
+models answer ``model["field"]`` too, so code written against the JSON dicts keeps working.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Iterator, Mapping
+from typing import Any, Self
+
+from spark_log.errors import InvalidRequestError
+
+
+class JsonModel:
+    """Mixin for frozen dataclasses whose fields mirror a JSON object (snake_case keys)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        """Build from parsed JSON; unknown keys are skipped, nested models are built too."""
+        if not isinstance(data, Mapping):
+            raise InvalidRequestError(f"{cls.__name__} expects a JSON object, got {data!r:.200}")
+        hints = _hints(cls)
+        values = {
+            f.name: _convert(hints[f.name], data[f.name])
+            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+            if f.name in data
+        }
+        try:
+            return cls(**values)
+        except TypeError as exc:
+            raise InvalidRequestError(f"{cls.__name__}: {exc}") from exc
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object (lists for tuples, nested models as objects)."""
+        return typing.cast(dict[str, Any], _plain(self))
+
+    # dict-style read access: callers written against the JSON dicts keep working
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._field_names():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._field_names()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key) if key in self._field_names() else default
+
+    def keys(self) -> Iterator[str]:
+        return iter(self._field_names())
+
+    @classmethod
+    def _field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """Resolved field types of ``cls`` (resolving is slow; models are few and live forever)."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return hints
+
+
+def _convert(hint: Any, value: Any) -> Any:
+    """``value`` (parsed JSON) as the field type asks: nested models, tuples of them."""
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _convert(inner[0], value) if len(inner) == 1 else value
+    if origin is tuple and isinstance(value, list | tuple):
+        return tuple(_convert(typing.get_args(hint)[0], v) for v in value)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint) and hasattr(hint, "from_json"):
+        return hint.from_json(value)
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value

@@ -1,0 +1,48 @@
+"""Shared pieces of the ingest unit tests: a clock the test moves by hand."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TypeVar
+
+import pytest
+
+T = TypeVar("T")
+
+START_MS = 1_700_000_000_000
+
+
+class ManualClock:
+    """An ``ingest.clock.Clock`` that only moves when the test says so."""
+
+    def __init__(self, now_ms: int = START_MS) -> None:
+        self.wall_ms = now_ms
+        self.monotonic = 1_000.0
+
+    def now_ms(self) -> int:
+        return self.wall_ms
+
+    def monotonic_s(self) -> float:
+        return self.monotonic
+
+    def advance(self, ms: int) -> None:
+        self.wall_ms += ms
+        self.monotonic += ms / 1000
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+async def eventually(predicate: Callable[[], T], timeout_s: float = 10.0, what: str = "it") -> T:
+    """Poll ``predicate`` on the event loop until it is truthy (never a fixed sleep)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if asyncio.get_running_loop().time() >= deadline:
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}: {value!r}")
+        await asyncio.sleep(0.01)

@@ -1,0 +1,161 @@
+"""Idle-time upkeep and retention, driven by a manual clock: no NATS, no lake, no sleeps.
+
+The schedule is pure (which steps are due when); the runner is checked against a recording
+replica; retention runs on a real log with tiny segments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ingest.maintenance import DueWork, MaintenanceRunner, MaintenanceSchedule
+from ingest.metrics import NodeMetrics
+from ingest.retention_runner import RetentionRunner
+from spark_log.config import LogConfig
+from spark_log.errors import StorageError
+from spark_log.log import PartitionLog, build_record_batch, encode_batch
+from spark_log.stream_spec import StreamSpec
+from tests.unit.ingest.conftest import ManualClock
+
+CONFIG = LogConfig(
+    fsync="interval",
+    fsync_interval_ms=100,
+    hw_checkpoint_interval_ms=1_000,
+    retention_check_interval_ms=5_000,
+    segment_bytes=1024,
+)
+
+
+def test_schedule_says_what_is_due_as_time_passes(clock: ManualClock):
+    schedule = MaintenanceSchedule(CONFIG, clock.now_ms())
+    assert schedule.due(clock.now_ms()) == DueWork(flush=False, checkpoint=False, retention=False)
+    clock.advance(100)
+    assert schedule.due(clock.now_ms()) == DueWork(flush=True, checkpoint=False, retention=False)
+    clock.advance(900)
+    assert schedule.due(clock.now_ms()).checkpoint
+    clock.advance(4_000)
+    assert schedule.due(clock.now_ms()) == DueWork(flush=True, checkpoint=True, retention=True)
+
+
+def test_only_the_interval_policy_flushes_on_a_timer(clock: ManualClock):
+    schedule = MaintenanceSchedule(LogConfig(fsync="always"), clock.now_ms())
+    clock.advance(10 * 60_000)
+    assert not schedule.due(clock.now_ms()).flush
+
+
+class RecordingLog:
+    def __init__(self, fail: bool = False) -> None:
+        self.calls: list[str] = []
+        self.fail = fail
+
+    def flush(self) -> None:
+        if self.fail:
+            raise StorageError("disk gone")
+        self.calls.append("flush")
+
+    def checkpoint_high_watermark(self) -> None:
+        self.calls.append("checkpoint")
+
+
+class RecordingReplica:
+    def __init__(self, log: RecordingLog) -> None:
+        self.open_log = log
+        self.offline_reason: str | None = None
+        self.isr_checks = 0
+        self.expired_at: list[int] = []
+
+    async def maintain_isr(self) -> None:
+        self.isr_checks += 1
+
+    def go_offline(self, reason: str) -> None:
+        self.offline_reason = reason
+
+    def expire_dedup(self, now_ms: int) -> None:
+        self.expired_at.append(now_ms)
+
+
+def _no_retention() -> RetentionRunner:
+    """A runner for a stream without limits: ``apply`` deletes nothing and reads nothing."""
+    return RetentionRunner(
+        spec=StreamSpec(name="s", subject="s.in"),
+        partition=0,
+        log_=_unreachable_log,
+        lake_enabled=False,
+        table_uri=None,
+        lake_offset=lambda: None,
+        lake_identity=None,
+        metrics=NodeMetrics(),
+    )
+
+
+def _unreachable_log() -> PartitionLog:
+    raise AssertionError("a stream without retention limits never reads its log")
+
+
+async def test_runner_runs_due_steps_then_checks_isr_and_expires_dedup(clock: ManualClock):
+    log = RecordingLog()
+    replica = RecordingReplica(log)
+    runner = MaintenanceRunner(replica, CONFIG, _no_retention(), clock)  # type: ignore[arg-type]
+    await runner.run_once()
+    assert log.calls == [] and replica.isr_checks == 1
+    clock.advance(1_000)
+    await runner.run_once()
+    assert log.calls == ["flush", "checkpoint"]
+    assert replica.expired_at == [clock.now_ms() - 1_000, clock.now_ms()]
+    runner.flushed(clock.now_ms() + 50)  # the group commit fsynced: no timer fsync yet
+    clock.advance(100)
+    await runner.run_once()
+    assert log.calls == ["flush", "checkpoint"]
+
+
+async def test_a_failing_step_takes_the_replica_offline(clock: ManualClock):
+    replica = RecordingReplica(RecordingLog(fail=True))
+    runner = MaintenanceRunner(replica, CONFIG, _no_retention(), clock)  # type: ignore[arg-type]
+    clock.advance(100)
+    await runner.run_once()
+    assert replica.offline_reason == "log maintenance failed: disk gone"
+    assert replica.expired_at == []
+    await runner.run_once()  # offline: nothing more runs
+    assert replica.isr_checks == 0
+
+
+@pytest.fixture
+def small_log(tmp_path: Path, clock: ManualClock) -> Iterator[PartitionLog]:
+    log = PartitionLog.open(tmp_path / "p0", CONFIG, now_ms=clock.now_ms)
+    for offset in range(40):
+        rb = build_record_batch([clock.now_ms()], [None], [b"x" * 200], [None], ["s.in"])
+        log.append_many([encode_batch(offset, 0, rb)])
+    log.set_high_watermark(log.log_end_offset)
+    yield log
+    log.close()
+
+
+def _retention(log: PartitionLog, lake_offset: int | None, **limits: int) -> RetentionRunner:
+    return RetentionRunner(
+        spec=StreamSpec(name="s", subject="s.in", **limits),
+        partition=0,
+        log_=lambda: log,
+        lake_enabled=lake_offset is not None,
+        table_uri="file:///unused" if lake_offset is not None else None,
+        lake_offset=lambda: lake_offset,
+        lake_identity=None,
+        metrics=NodeMetrics(),
+    )
+
+
+async def test_retention_deletes_old_segments_by_the_streams_limits(small_log: PartitionLog):
+    assert await _retention(small_log, None).apply() == 0  # no limits: nothing goes
+    deleted = await _retention(small_log, None, retention_messages=10).apply()
+    assert deleted > 0
+    assert small_log.log_start_offset > 0
+    assert small_log.log_end_offset - small_log.log_start_offset >= 10
+
+
+async def test_retention_never_passes_the_lake_offset(small_log: PartitionLog):
+    assert await _retention(small_log, 0, retention_messages=1).apply() == 0  # lake holds none
+    assert small_log.log_start_offset == 0
+    assert await _retention(small_log, 5, retention_messages=1).apply() > 0
+    assert 0 < small_log.log_start_offset <= 5

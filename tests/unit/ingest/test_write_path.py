@@ -1,0 +1,206 @@
+"""The leader's write path without NATS: intake, writer cycles, ack encoding, paused streams.
+
+The log is real (tmp_path); NATS is replaced by plain message objects and a list that collects
+what would be published; time comes from a manual clock. The writer task runs on the test's
+event loop, and tests poll for its acks with a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from ingest.metrics import NodeMetrics
+from ingest.partition_state import Partition
+from ingest.produce_request import ProduceAck, ProduceRequest
+from ingest.write_path import LeaderWritePath
+from spark_log.config import IngestConfig, LogConfig
+from spark_log.log import PartitionLog, records_from_batches
+from spark_log.stream_spec import StreamSpec
+from tests.unit.ingest.conftest import ManualClock, eventually
+
+SPEC = StreamSpec(name="orders", subject="orders.in", ack_policy="all")
+
+
+@dataclass
+class Msg:
+    """The fields of a NATS message the write path reads."""
+
+    subject: str
+    reply: str
+    data: bytes
+    headers: dict[str, str] | None = None
+
+
+class Hooks:
+    """The replica's side of the write path: the HW follows the LEO (a sole replica)."""
+
+    def __init__(self, log: PartitionLog) -> None:
+        self.log = log
+        self.path: LeaderWritePath | None = None
+        self.appended: list[int] = []
+        self.offline: str | None = None
+
+    def advance_high_watermark(self) -> None:
+        if self.log.log_end_offset > self.log.high_watermark:
+            self.log.set_high_watermark(self.log.log_end_offset)
+            if self.path is not None:
+                self.path.release(self.log.high_watermark)
+
+    def go_offline(self, reason: str) -> None:
+        self.offline = reason
+
+    def on_appended(self, batches: list[bytes]) -> None:
+        self.appended.append(len(batches))
+
+    def on_cycle_written(self, start: int, end: int, size_bytes: int) -> None:
+        pass
+
+    def on_flushed(self, now_ms: int) -> None:
+        pass
+
+    async def run_maintenance(self) -> None:
+        pass
+
+
+@dataclass
+class Rig:
+    path: LeaderWritePath
+    partition: Partition
+    log: PartitionLog
+    sent: list[tuple[str, bytes]]
+    metrics: NodeMetrics
+
+    def acks(self, reply: str) -> list[dict]:
+        return [json.loads(payload) for subject, payload in self.sent if subject == reply]
+
+
+@pytest.fixture
+async def rig(tmp_path: Path, clock: ManualClock) -> AsyncIterator[Rig]:
+    log = PartitionLog.open(tmp_path / "p0", LogConfig(fsync="never"), now_ms=clock.now_ms)
+    partition = Partition(
+        broker_id=1, stream="orders", partition=0, min_isr=1, leader_epoch=0, isr=[1]
+    )
+    partition.role = "leader"
+    sent: list[tuple[str, bytes]] = []
+
+    async def publish(subject: str, payload: bytes) -> None:
+        sent.append((subject, payload))
+
+    hooks = Hooks(log)
+    metrics = NodeMetrics()
+    path = LeaderWritePath(
+        spec=SPEC,
+        partition=partition,
+        ingest=IngestConfig(),
+        fsync_always=False,
+        metrics=metrics,
+        publish=publish,
+        clock=clock,
+        hooks=hooks,
+        write_lock=asyncio.Lock(),
+    )
+    hooks.path = path
+    path.start("orders-0")
+    yield Rig(path, partition, log, sent, metrics)
+    await path.stop()
+    log.close()
+
+
+def _arrow(values: list[bytes]) -> bytes:
+    table = pa.table({"value": pa.array(values, pa.binary())})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _paused_ack() -> dict:
+    return {
+        "stream": "orders",
+        "partition": 0,
+        "error": {"code": "stream_paused", "message": "stream orders is paused"},
+    }
+
+
+async def test_a_paused_leader_answers_stream_paused_and_stores_nothing(rig: Rig):
+    rig.partition.paused = True
+    await rig.path.on_message(Msg("orders.in", "r1", b"one"))
+    headers = {"Liftlog-Batch": "arrow"}
+    await rig.path.on_message(Msg("orders.in", "r2", _arrow([b"a", b"b"]), headers))
+    await eventually(lambda: len(rig.sent) == 2, what="two error acks")
+    assert rig.acks("r1") == [_paused_ack()]
+    assert rig.acks("r2") == [_paused_ack()]
+    assert rig.log.log_end_offset == 0
+
+
+async def test_a_paused_leader_counts_what_it_cannot_answer(rig: Rig):
+    rig.partition.paused = True
+    await rig.path.on_message(Msg("orders.in", "", b"no reply"))
+    await rig.path.on_message(Msg("orders.in", "", b"no reply either"))
+    assert rig.path.paused_drops == 2
+    sample = rig.metrics.registry.get_sample_value(
+        "liftlog_paused_drops_total", {"stream": "orders", "partition": "0"}
+    )
+    assert sample == 2.0
+    assert rig.sent == [] and rig.log.log_end_offset == 0
+
+
+async def test_resumed_leader_records_again(rig: Rig):
+    rig.partition.paused = True
+    await rig.path.on_message(Msg("orders.in", "r1", b"refused"))
+    rig.partition.paused = False
+    await rig.path.on_message(Msg("orders.in", "r2", b"stored"))
+    await eventually(lambda: rig.acks("r2"), what="the ack after resume")
+    assert rig.acks("r2") == [{"stream": "orders", "partition": 0, "offset": 0}]
+    assert rig.log.log_end_offset == 1
+
+
+async def test_duplicate_single_record_ack_carries_the_flag(rig: Rig):
+    msg_id = {"Nats-Msg-Id": "m1"}
+    await rig.path.on_message(Msg("orders.in", "r1", b"a", msg_id))
+    await eventually(lambda: rig.acks("r1"), what="first ack")
+    await rig.path.on_message(Msg("orders.in", "r2", b"a again", msg_id))
+    await eventually(lambda: rig.acks("r2"), what="duplicate ack")
+    assert rig.acks("r1") == [{"stream": "orders", "partition": 0, "offset": 0}]
+    assert rig.acks("r2") == [{"stream": "orders", "partition": 0, "offset": 0, "duplicate": True}]
+    assert rig.log.log_end_offset == 1
+
+
+async def test_duplicate_producer_batch_ack_carries_the_flag(rig: Rig):
+    headers = {"Liftlog-Batch": "arrow", "Nats-Msg-Id": "b1"}
+    await rig.path.on_message(Msg("orders.in", "r1", _arrow([b"x", b"y"]), headers))
+    await rig.path.on_message(Msg("orders.in", "r2", _arrow([b"x", b"y"]), headers))
+    await eventually(lambda: rig.acks("r1") and rig.acks("r2"), what="both acks")
+    first = {"stream": "orders", "partition": 0, "offset": 0, "count": 2}
+    assert rig.acks("r1") == [first]
+    assert rig.acks("r2") == [{**first, "duplicate": True}]
+    assert rig.log.log_end_offset == 2
+
+
+async def test_local_produce_reports_duplicates_and_stamps_the_clock(rig: Rig, clock):
+    def request(msg_id: str) -> ProduceRequest:
+        return ProduceRequest("orders.in", None, "all", msg_id, None, value=b"v")
+
+    assert await rig.path.produce([request("m1")]) == [ProduceAck(0, 1, False)]
+    clock.advance(5)
+    acks = await rig.path.produce([request("m1"), request("m2")])
+    assert acks == [ProduceAck(0, 1, True), ProduceAck(1, 1, False)]
+    assert acks[0][:2] == (0, 1)  # callers that index (offset, count) keep working
+    data = rig.log.read(0, 1 << 20)
+    stamps = [r.timestamp for r in records_from_batches(data, 0, 2, 10)]
+    assert stamps == [clock.now_ms() - 5, clock.now_ms()]
+
+
+async def test_a_request_queued_on_a_deposed_leader_is_refused(rig: Rig):
+    rig.partition.role = "follower"
+    await rig.path.on_message(Msg("orders.in", "r1", b"late"))
+    await eventually(lambda: rig.acks("r1"), what="the refusal")
+    assert rig.acks("r1")[0]["error"]["code"] == "not_leader"
+    assert rig.log.log_end_offset == 0
