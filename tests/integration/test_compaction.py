@@ -27,7 +27,7 @@ from datasource.compaction.plan import plan_compaction
 from datasource.compaction.report import COMPACTED, SKIPPED
 from datasource.compaction.staging import COMPACTED_PREFIX
 from datasource.compaction.target import describe_target
-from spark_log import cli
+from liftlog import cli
 from spark_log.errors import LiftlogError
 from spark_log.lake.compaction_state import COMPACTION_METADATA_KEY, compaction_app_id
 from spark_log.lake.errors import LakeCommitConflictError
