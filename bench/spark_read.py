@@ -36,6 +36,7 @@ from datasource.lake_view import load_lake_view
 from liftlog.bench.machine import describe_machine
 from liftlog.embedded.process import free_port
 from liftlog.embedded.standalone import Standalone
+from spark_log.api_models import FlushResult
 from spark_log.rest import RestClient
 
 DEFAULT_RECORDS = 10_000_000
@@ -105,9 +106,11 @@ def _run(args: argparse.Namespace, api: str) -> dict[str, Any]:
         flush=True,
     )
     started = time.monotonic()
-    flushed = rest.request("POST", f"/v1/streams/{lake_stream}/flush").json()
+    flushed = FlushResult.from_json(rest.request("POST", f"/v1/streams/{lake_stream}/flush").json())
     export_s = time.monotonic() - started
-    uri = flushed["lake"]["uri"]
+    if flushed.lake is None:
+        raise SystemExit("the nodes run without a lake; this benchmark reads from one")
+    uri = flushed.lake.uri
     lake = load_lake_view(uri, lake_stream, args.partitions)
     files = [f.path for fs in lake.files.values() for f in fs] if lake else []
     print(f"exported in {export_s:.1f}s: {len(files)} Parquet files", flush=True)

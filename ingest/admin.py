@@ -1,17 +1,32 @@
 """Admin operations shared by the REST routes: stream create/list/describe/delete/pause.
 
 ZooKeeper is the source of truth; after a change this node reconciles at once so that a
-client that gets a 201 can publish immediately.
+client that gets a 201 can publish immediately. Every answer is one of the typed models of
+``spark_log.api_models`` (the routes hand them to FastAPI as they are); another node's REST
+answer is parsed into its model once, where it arrives.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 from coordinator.znodes import NO_LEADER, StreamRecord
+from coordinator.znodes import PartitionState as PartitionRecord
 from ingest.exporter import in_lake_thread
 from ingest.node_view import NodeView
+from spark_log.api_models import (
+    FlushResult,
+    LakeRef,
+    PartitionFlush,
+    PartitionState,
+    RecoveryLossView,
+    ReplicaView,
+    StreamDescription,
+    StreamSummary,
+    UncleanElection,
+)
 from spark_log.errors import (
     InvalidRequestError,
     LiftlogError,
@@ -25,9 +40,13 @@ from spark_log.stream_spec import StreamSpec
 
 LEADER_VIEW_TIMEOUT_S = 2.0
 FLUSH_FORWARD_MARGIN_S = 10.0
+UNCLEAN_ELECTION_WARNING = (
+    "records the dead in-sync replicas committed above the candidate's log end "
+    "offset are lost as well; consumers may see offsets reused"
+)
 
 
-async def create_stream(node: NodeView, spec: StreamSpec) -> tuple[bool, dict[str, Any]]:
+async def create_stream(node: NodeView, spec: StreamSpec) -> tuple[bool, StreamDescription]:
     created, _record = await asyncio.to_thread(node.store.create, spec)
     await node.reconcile_now()
     return created, await describe_stream(node, spec.name)
@@ -38,33 +57,47 @@ async def delete_stream(node: NodeView, name: str) -> None:
     await node.reconcile_now()
 
 
-async def set_paused(node: NodeView, name: str, paused: bool) -> dict[str, Any]:
+async def set_paused(node: NodeView, name: str, paused: bool) -> StreamDescription:
     await asyncio.to_thread(node.store.set_paused, name, paused)
     await node.reconcile_now()
     return await describe_stream(node, name)
 
 
-async def list_streams(node: NodeView) -> list[dict[str, Any]]:
+async def list_streams(node: NodeView) -> list[StreamSummary]:
     records = await asyncio.to_thread(node.store.list)
     return [stream_summary(r) for r in records]
 
 
-async def describe_stream(node: NodeView, name: str) -> dict[str, Any]:
+async def describe_stream(node: NodeView, name: str) -> StreamDescription:
     """The stream with every partition's state; offsets come from each partition's leader."""
     record = await asyncio.to_thread(node.store.get, name)
     states = await asyncio.to_thread(node.store.partition_states, name)
     api_urls = {b.broker_id: b.api_url for b in await node.live_brokers()}
-    body = stream_summary(record)
-    body["spec"] = record.spec.to_json()  # "partitions" below becomes the per-partition list
-    body["partitions"] = [
+    partitions = [
         await _describe_partition(node, name, p, state, api_urls)
         for p, (state, _version) in sorted(states.items())
     ]
     uri = lake_table_uri(node, record)
-    body["lake"] = None if uri is None else {"uri": uri}
     if uri is not None:
-        await _fill_lake_offsets_from_table(uri, name, body["partitions"])
-    return body
+        partitions = await _fill_lake_offsets_from_table(uri, name, partitions)
+    return StreamDescription(
+        **_flattened_spec(record.spec),
+        spec=record.spec,
+        partitions=tuple(partitions),
+        paused=record.paused,
+        created_at_ms=record.created_at_ms,
+        lake=_lake_ref(uri),
+    )
+
+
+def _flattened_spec(spec: StreamSpec) -> dict[str, Any]:
+    """The spec's fields as a describe repeats them at its top level; all but ``partitions``,
+    which there is the per-partition list (the count stays in ``spec``)."""
+    return {k: v for k, v in dataclasses.asdict(spec).items() if k != "partitions"}
+
+
+def _lake_ref(uri: str | None) -> LakeRef | None:
+    return None if uri is None else LakeRef(uri)
 
 
 def lake_table_uri(node: NodeView, record: StreamRecord) -> str | None:
@@ -73,63 +106,69 @@ def lake_table_uri(node: NodeView, record: StreamRecord) -> str | None:
 
 
 async def _fill_lake_offsets_from_table(
-    uri: str, name: str, partitions: list[dict[str, Any]]
-) -> None:
+    uri: str, name: str, partitions: list[PartitionState]
+) -> list[PartitionState]:
     """Partitions whose leader could not say (offline, just elected, unreachable) get their
     lake offsets from the table itself, the source of truth (left null if it cannot be read)."""
-    missing = [p for p in partitions if p["lake_offset"] is None]
-    if not missing:
-        return
+    if all(p.lake_offset is not None for p in partitions):
+        return partitions
     table = LakeTable(uri, name)
     try:
         offsets = await in_lake_thread(table.exported_offsets, len(partitions))
         firsts = await in_lake_thread(table.first_offsets, len(partitions))
     except LiftlogError:
-        return
-    for body in missing:
-        body["lake_start_offset"] = firsts.get(body["partition"])
-        exported = offsets.get(body["partition"])
-        if exported is None and body["log_start_offset"] is not None:
-            exported = body["log_start_offset"]  # never exported: the lake holds nothing
-        body["lake_offset"] = exported
+        return partitions
+    return [
+        p if p.lake_offset is not None else _with_table_offsets(p, offsets, firsts)
+        for p in partitions
+    ]
 
 
-def local_partition_view(node: NodeView, name: str, p: int) -> dict[str, Any]:
+def _with_table_offsets(
+    state: PartitionState, offsets: dict[int, int | None], firsts: dict[int, int | None]
+) -> PartitionState:
+    exported = offsets.get(state.partition)
+    if exported is None and state.log_start_offset is not None:
+        exported = state.log_start_offset  # never exported: the lake holds nothing
+    return dataclasses.replace(
+        state, lake_start_offset=firsts.get(state.partition), lake_offset=exported
+    )
+
+
+def local_partition_view(node: NodeView, name: str, p: int) -> ReplicaView:
     """What this broker's replica knows (the leader also knows its followers' LEOs)."""
     replica = node.replicas.replica(name, p)
     log_ = replica.open_log
-    view: dict[str, Any] = {
-        "partition": p,
-        "broker": node.config.broker_id,
-        "role": replica.role,
-        "leader_epoch": replica.leader_epoch,
-        "high_watermark": log_.high_watermark if log_ else None,
-        "log_end_offset": log_.log_end_offset if log_ else None,
-        "log_start_offset": log_.log_start_offset if log_ else None,
-        "offline": replica.offline_reason is not None,
-        "fenced": replica.fenced_reason is not None,
-        "lake_offset": replica.lake_offset,
-        "lake_start_offset": replica.lake_start_offset,
-        "recovery_loss": _recovery_loss_view(log_.recovery_loss if log_ else None),
-    }
+    leos: dict[str, int] | None = None
     if replica.is_leader and log_ is not None:
-        leos = {str(r): leo for r, leo in replica.followers.log_end_offsets().items()}
-        view["replica_log_end_offsets"] = {str(node.config.broker_id): log_.log_end_offset, **leos}
-    return view
+        followers = {str(r): leo for r, leo in replica.followers.log_end_offsets().items()}
+        leos = {str(node.config.broker_id): log_.log_end_offset, **followers}
+    return ReplicaView(
+        partition=p,
+        broker=node.config.broker_id,
+        role=replica.role,
+        leader_epoch=replica.leader_epoch,
+        high_watermark=log_.high_watermark if log_ else None,
+        log_end_offset=log_.log_end_offset if log_ else None,
+        log_start_offset=log_.log_start_offset if log_ else None,
+        offline=replica.offline_reason is not None,
+        fenced=replica.fenced_reason is not None,
+        lake_start_offset=replica.lake_start_offset,
+        lake_offset=replica.lake_offset,
+        recovery_loss=_recovery_loss_view(log_.recovery_loss if log_ else None),
+        replica_log_end_offsets=leos,
+    )
 
 
-def _recovery_loss_view(loss: RecoveryLoss | None) -> dict[str, int] | None:
+def _recovery_loss_view(loss: RecoveryLoss | None) -> RecoveryLossView | None:
     """Durable offsets this replica lost at recovery and has not yet fetched again (it stays
     out of the ISR, never elected, until it has)."""
     if loss is None:
         return None
-    return {
-        "first_lost_offset": loss.first_lost_offset,
-        "durable_end_offset": loss.durable_end_offset,
-    }
+    return RecoveryLossView(loss.first_lost_offset, loss.durable_end_offset)
 
 
-async def flush_stream(node: NodeView, name: str) -> dict[str, Any]:
+async def flush_stream(node: NodeView, name: str) -> FlushResult:
     """Seal, fsync and export every partition of the stream, each on its leader (this node or
     another, asked over REST), in parallel; returns once the lake holds everything that was
     committed when each leader sealed, with the per-partition lake offsets."""
@@ -143,27 +182,27 @@ async def flush_stream(node: NodeView, name: str) -> dict[str, Any]:
         ),
         return_exceptions=True,
     )
+    partitions: list[PartitionFlush] = []
     for result in results:
         if isinstance(result, BaseException):
             raise result
-    partitions = [r for r in results if isinstance(r, dict)]
-    uri = lake_table_uri(node, record)
-    return {
-        "stream": name,
-        "flushed_partitions": [r["partition"] for r in partitions],
-        "partitions": partitions,
-        "lake": None if uri is None else {"uri": uri},
-    }
+        partitions.append(result)
+    return FlushResult(
+        stream=name,
+        flushed_partitions=tuple(r.partition for r in partitions),
+        partitions=tuple(partitions),
+        lake=_lake_ref(lake_table_uri(node, record)),
+    )
 
 
-async def flush_partition(node: NodeView, name: str, p: int) -> dict[str, Any]:
+async def flush_partition(node: NodeView, name: str, p: int) -> PartitionFlush:
     """Seal, fsync and export one partition this node leads (NotLeaderError otherwise)."""
     return await node.replicas.replica(name, p).seal_and_export()
 
 
 async def _flush_on_leader(
     node: NodeView, name: str, p: int, leader: int, api_urls: dict[int, str]
-) -> dict[str, Any]:
+) -> PartitionFlush:
     if leader == node.config.broker_id:
         return await flush_partition(node, name, p)
     url = api_urls.get(leader)
@@ -173,44 +212,49 @@ async def _flush_on_leader(
     response = await asyncio.to_thread(
         RestClient(url, timeout_s).request, "POST", f"/v1/streams/{name}/partitions/{p}/flush"
     )
-    return dict(response.json())
+    return PartitionFlush.from_json(response.json())
 
 
-def stream_summary(record: StreamRecord) -> dict[str, Any]:
-    return {**record.spec.to_json(), "paused": record.paused, "created_at_ms": record.created_at_ms}
+def stream_summary(record: StreamRecord) -> StreamSummary:
+    return StreamSummary(
+        **dataclasses.asdict(record.spec),
+        paused=record.paused,
+        created_at_ms=record.created_at_ms,
+    )
 
 
 async def _describe_partition(
-    node: NodeView, name: str, p: int, state: Any, api_urls: dict[int, str]
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "partition": p,
-        "leader": state.leader,
-        "leader_epoch": state.leader_epoch,
-        "replicas": list(state.replicas),
-        "isr": list(state.isr),
-        "high_watermark": None,
-        "log_end_offset": None,
-        "log_start_offset": None,
-        "replica_log_end_offsets": {},
-        "lake_offset": None,
-        "lake_start_offset": None,
-        "offline": state.leader == NO_LEADER,
-    }
+    node: NodeView, name: str, p: int, state: PartitionRecord, api_urls: dict[int, str]
+) -> PartitionState:
+    """The controller's record of the partition, with the offsets its leader reports (null
+    when the leader is silent)."""
+    offline = state.leader == NO_LEADER
+    described = PartitionState(
+        partition=p,
+        leader=state.leader,
+        leader_epoch=state.leader_epoch,
+        replicas=tuple(state.replicas),
+        isr=tuple(state.isr),
+        offline=offline,
+    )
     view = await _replica_view(node, name, p, state.leader, api_urls)
-    if view is not None:
-        for key in ("high_watermark", "log_end_offset", "log_start_offset"):
-            body[key] = view[key]
-        body["lake_offset"] = view.get("lake_offset")
-        body["lake_start_offset"] = view.get("lake_start_offset")
-        body["replica_log_end_offsets"] = view.get("replica_log_end_offsets", {})
-        body["offline"] = body["offline"] or view["offline"]
-    return body
+    if view is None:
+        return described
+    return dataclasses.replace(
+        described,
+        high_watermark=view.high_watermark,
+        log_end_offset=view.log_end_offset,
+        log_start_offset=view.log_start_offset,
+        lake_start_offset=view.lake_start_offset,
+        lake_offset=view.lake_offset,
+        offline=offline or view.offline,
+        replica_log_end_offsets=view.replica_log_end_offsets or {},
+    )
 
 
 async def unclean_election(
     node: NodeView, name: str, p: int, broker_id: int | None, confirm: bool
-) -> dict[str, Any]:
+) -> UncleanElection:
     """An explicit, visible choice to elect outside the ISR (off by default, as after Jepsen).
 
     The dry run names the candidate (the live replica with the highest LEO unless one is
@@ -232,34 +276,30 @@ async def unclean_election(
     candidate = (
         broker_id
         if broker_id is not None
-        else max(views, key=lambda r: views[r]["log_end_offset"] or 0)
+        else max(views, key=lambda r: views[r].log_end_offset or 0)
     )
     if candidate not in views:
         raise InvalidRequestError(f"broker {candidate} is not a live replica of {name}/{p}")
-    candidate_leo = views[candidate]["log_end_offset"] or 0
-    known_hw = max(v["high_watermark"] or 0 for v in views.values())
-    result: dict[str, Any] = {
-        "stream": name,
-        "partition": p,
-        "candidate": candidate,
-        "candidate_log_end_offset": candidate_leo,
-        "highest_known_high_watermark": known_hw,
-        "offsets_known_lost": max(0, known_hw - candidate_leo),
-        "warning": "records the dead in-sync replicas committed above the candidate's log end "
-        "offset are lost as well; consumers may see offsets reused",
-        "elected": False,
-    }
-    if confirm:
-        new_state = await _elect_unclean(node, name, p, candidate, api_urls)
-        result.update(
-            elected=True, leader=new_state["leader"], leader_epoch=new_state["leader_epoch"]
-        )
-    return result
+    candidate_leo = views[candidate].log_end_offset or 0
+    known_hw = max(v.high_watermark or 0 for v in views.values())
+    result = UncleanElection(
+        stream=name,
+        partition=p,
+        candidate=candidate,
+        candidate_log_end_offset=candidate_leo,
+        highest_known_high_watermark=known_hw,
+        offsets_known_lost=max(0, known_hw - candidate_leo),
+        warning=UNCLEAN_ELECTION_WARNING,
+    )
+    if not confirm:
+        return result
+    leader, leader_epoch = await _elect_unclean(node, name, p, candidate, api_urls)
+    return dataclasses.replace(result, elected=True, leader=leader, leader_epoch=leader_epoch)
 
 
 async def _replica_view(
     node: NodeView, name: str, p: int, broker: int, api_urls: dict[int, str]
-) -> dict[str, Any] | None:
+) -> ReplicaView | None:
     """A broker's own view of its replica: locally, or from its REST API (None if silent)."""
     if broker == node.config.broker_id:
         try:
@@ -270,28 +310,34 @@ async def _replica_view(
     if url is None:
         return None
     try:
-        return await asyncio.to_thread(
+        body = await asyncio.to_thread(
             RestClient(url, LEADER_VIEW_TIMEOUT_S).get_json,
             f"/v1/streams/{name}/partitions/{p}",
         )
+        return ReplicaView.from_json(body)
     except LiftlogError:
         return None
 
 
 async def _elect_unclean(
     node: NodeView, name: str, p: int, candidate: int, api_urls: dict[int, str]
-) -> dict[str, Any]:
+) -> tuple[int, int]:
+    """Elect ``candidate`` on the controller (this node, or the controller over REST);
+    returns the new leader and its epoch."""
     if node.controller.is_controller:
         state = await node.controller.elect_unclean(name, p, candidate)
         await node.reconcile_now()
-        return {"leader": state.leader, "leader_epoch": state.leader_epoch}
+        return state.leader, state.leader_epoch
     url = await node.controller_api_url()
     if url is None:
         raise UnavailableError("no controller is elected")
-    body = await asyncio.to_thread(
+    response = await asyncio.to_thread(
         RestClient(url).request,
         "POST",
         f"/v1/streams/{name}/partitions/{p}/unclean-election",
         params={"broker_id": candidate, "confirm": "true"},
     )
-    return body.json()
+    elected = UncleanElection.from_json(response.json())
+    if elected.leader is None or elected.leader_epoch is None:
+        raise UnavailableError(f"the controller did not elect a leader for {name}/{p}")
+    return elected.leader, elected.leader_epoch

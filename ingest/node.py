@@ -33,6 +33,7 @@ from ingest.api.server import ApiServer
 from ingest.clock import SYSTEM_CLOCK, Clock
 from ingest.metrics import NodeMetrics
 from ingest.replica_manager import ReplicaManager
+from spark_log.api_models import ControlledShutdownResult
 from spark_log.config import NodeConfig
 from spark_log.errors import LiftlogError, UnavailableError
 from spark_log.log import build_record_batch, encode_batch
@@ -202,13 +203,13 @@ class IngestNode:
         url = await self.controller_api_url()
         if url is None:
             raise UnavailableError("no controller is elected")
-        body = await asyncio.to_thread(
+        response = await asyncio.to_thread(
             RestClient(url, CONTROLLED_SHUTDOWN_TIMEOUT_S).request,
             "POST",
             "/v1/cluster/controlled-shutdown",
             json_body={"broker_id": broker_id},
         )
-        return int(body.json()["remaining_leaderships"])
+        return ControlledShutdownResult.from_json(response.json()).remaining_leaderships
 
     async def controller_id(self) -> int | None:
         current = await asyncio.to_thread(current_controller, self.zk)

@@ -37,6 +37,7 @@ from ingest.retention_runner import RetentionRunner
 from ingest.subscription import PartitionSubscription
 from ingest.tail_cache import TailCache
 from ingest.write_path import LeaderWritePath
+from spark_log.api_models import PartitionFlush
 from spark_log.config import NodeConfig
 from spark_log.errors import LiftlogError, NotLeaderError, StorageError, StreamPausedError
 from spark_log.lake import configured_table_uri
@@ -490,7 +491,7 @@ class PartitionReplica:
         self._raise_if_offline()
         return await self._writes.produce(requests)
 
-    async def seal_and_export(self) -> dict[str, Any]:
+    async def seal_and_export(self) -> PartitionFlush:
         """``liftlog stream flush`` on the leader: roll the active segment, fsync, checkpoint
         the HW, then export everything committed now and return once the lake holds it."""
         if not self.is_leader:
@@ -506,12 +507,7 @@ class PartitionReplica:
             lake_offset = await self._exporter.export_through(
                 target, self.config.lake.flush_timeout_s
             )
-        return {
-            "partition": self.partition,
-            "high_watermark": target,
-            "log_start_offset": log_.log_start_offset,
-            "lake_offset": lake_offset,
-        }
+        return PartitionFlush(self.partition, target, log_.log_start_offset, lake_offset)
 
     async def fetch(
         self, offset: int, max_records: int, max_bytes: int, wait_ms: int, *, arrow: bool = False

@@ -90,7 +90,7 @@ async def _demo(api: str, nats_url: str, events: int) -> dict[str, Any]:
             partitions=DEMO_PARTITIONS,
             replication_factor=DEMO_REPLICATION_FACTOR,
         )
-        leaders = [p["leader"] for p in created["partitions"]]
+        leaders = [p.leader for p in created.partitions]
         print(
             f"created stream {DEMO_STREAM} on {DEMO_SUBJECT} ({DEMO_PARTITIONS} partitions, "
             f"replication factor {DEMO_REPLICATION_FACTOR}, leaders on brokers {leaders})"
@@ -122,7 +122,7 @@ async def _demo(api: str, nats_url: str, events: int) -> dict[str, Any]:
         rows = await _read_back(client, events)
         since = await client.fetch(DEMO_STREAM, 0, timestamp_ms=wall_start_ms, max_records=1)
         flushed = await client.flush_stream(DEMO_STREAM)
-        lake_offsets = {p["partition"]: p["lake_offset"] for p in flushed["partitions"]}
+        lake_offsets = {p.partition: p.lake_offset for p in flushed.partitions}
         print(f"exported to the Delta lake up to offsets {lake_offsets}")
         tail = await asyncio.gather(
             *[

@@ -2,8 +2,9 @@
 
 The core may not import pydantic, so the models shared by the API (which hands them to FastAPI
 as ``response_model``), the client and the Spark source are plain dataclasses. ``from_json``
-ignores keys it does not know, so an older client keeps working against a newer node, and the
-models answer ``model["field"]`` too, so code written against the JSON dicts keeps working.
+ignores keys it does not know, so an older client keeps working against a newer node. The
+models are read by attribute only (no ``model["field"]``): a misspelt field is then an error
+that mypy and the first call report, not a hand-spelled key that silently reads nothing.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Self
 
 from spark_log.errors import InvalidRequestError
@@ -41,25 +42,6 @@ class JsonModel:
     def to_json(self) -> dict[str, Any]:
         """The JSON object (lists for tuples, nested models as objects)."""
         return typing.cast(dict[str, Any], _plain(self))
-
-    # dict-style read access: callers written against the JSON dicts keep working
-    def __getitem__(self, key: str) -> Any:
-        if key not in self._field_names():
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._field_names()
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, key) if key in self._field_names() else default
-
-    def keys(self) -> Iterator[str]:
-        return iter(self._field_names())
-
-    @classmethod
-    def _field_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
 
 
 _HINTS: dict[type, dict[str, Any]] = {}

@@ -6,9 +6,6 @@ Delta table (``lake.uri``) and carries its spec, which is all a run needs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from datasource.compaction.errors import UnsupportedLakeError
 from datasource.compaction.settings import CompactionTarget
 from spark_log.api_models import StreamDescription, StreamList
@@ -17,12 +14,13 @@ from spark_log.rest import RestClient
 
 def describe_target(client: RestClient, stream: str) -> CompactionTarget:
     """The stream's target from ``GET /v1/streams/{stream}``."""
-    return target_from_describe(client.get_json(f"/v1/streams/{stream}"))
+    return target_from_describe(
+        StreamDescription.from_json(client.get_json(f"/v1/streams/{stream}"))
+    )
 
 
-def target_from_describe(body: StreamDescription | Mapping[str, Any]) -> CompactionTarget:
-    """The target from a describe (the client's model, or the JSON it came from)."""
-    described = body if isinstance(body, StreamDescription) else StreamDescription.from_json(body)
+def target_from_describe(described: StreamDescription) -> CompactionTarget:
+    """The target from a describe (what ``Client.describe_stream`` returns, too)."""
     if described.lake is None:
         raise UnsupportedLakeError(
             f"stream {described.name} has no lake (the cluster's lake is disabled): "

@@ -87,15 +87,15 @@ def _stream_routes(app: FastAPI, node: IngestNode) -> None:
         spec = StreamSpec(**body.model_dump())
         created, described = await admin.create_stream(node, spec)
         response.status_code = 201 if created else 200
-        return StreamDescription.from_json(described)
+        return described
 
     @app.get("/v1/streams", tags=["streams"], response_model=StreamList)
     async def list_streams() -> StreamList:
-        return StreamList.from_json({"streams": await admin.list_streams(node)})
+        return StreamList(tuple(await admin.list_streams(node)))
 
     @app.get("/v1/streams/{stream}", tags=["streams"], response_model=StreamDescription)
     async def describe_stream(stream: str) -> StreamDescription:
-        return StreamDescription.from_json(await admin.describe_stream(node, stream))
+        return await admin.describe_stream(node, stream)
 
     @app.post(
         "/v1/streams/{stream}/partitions/{partition}/unclean-election",
@@ -110,9 +110,7 @@ def _stream_routes(app: FastAPI, node: IngestNode) -> None:
     ) -> UncleanElection:
         """Elect a replica outside the ISR. Shows the offsets that may be lost; acts only with
         confirm=true. Committed records above the new leader's LEO are lost."""
-        return UncleanElection.from_json(
-            await admin.unclean_election(node, stream, partition, broker_id, confirm)
-        )
+        return await admin.unclean_election(node, stream, partition, broker_id, confirm)
 
     @app.get(
         "/v1/streams/{stream}/partitions/{partition}", tags=["streams"], response_model=ReplicaView
@@ -120,7 +118,7 @@ def _stream_routes(app: FastAPI, node: IngestNode) -> None:
     async def partition_view(stream: str, partition: int) -> ReplicaView:
         """This broker's own view of its replica (role, epoch, HW, LEO; followers' LEOs on
         the leader)."""
-        return ReplicaView.from_json(admin.local_partition_view(node, stream, partition))
+        return admin.local_partition_view(node, stream, partition)
 
     @app.delete("/v1/streams/{stream}", tags=["streams"], response_model=StreamDeleted)
     async def delete_stream(stream: str) -> StreamDeleted:
@@ -130,18 +128,18 @@ def _stream_routes(app: FastAPI, node: IngestNode) -> None:
     @app.post("/v1/streams/{stream}/pause", tags=["streams"], response_model=StreamDescription)
     async def pause_stream(stream: str) -> StreamDescription:
         """Stop recording the stream's subject; records stay readable."""
-        return StreamDescription.from_json(await admin.set_paused(node, stream, True))
+        return await admin.set_paused(node, stream, True)
 
     @app.post("/v1/streams/{stream}/resume", tags=["streams"], response_model=StreamDescription)
     async def resume_stream(stream: str) -> StreamDescription:
-        return StreamDescription.from_json(await admin.set_paused(node, stream, False))
+        return await admin.set_paused(node, stream, False)
 
     @app.post("/v1/streams/{stream}/flush", tags=["streams"], response_model=FlushResult)
     async def flush_stream(stream: str) -> FlushResult:
         """Seal (roll the active segment), fsync and export to the lake every partition of
         the stream, each on its leader; answers once the lake holds everything committed now,
         with each partition's `lake_offset` (null when the lake is disabled)."""
-        return FlushResult.from_json(await admin.flush_stream(node, stream))
+        return await admin.flush_stream(node, stream)
 
     @app.post(
         "/v1/streams/{stream}/partitions/{partition}/flush",
@@ -150,7 +148,7 @@ def _stream_routes(app: FastAPI, node: IngestNode) -> None:
     )
     async def flush_partition(stream: str, partition: int) -> PartitionFlush:
         """Seal, fsync and export one partition; only its leader answers (421 elsewhere)."""
-        return PartitionFlush.from_json(await admin.flush_partition(node, stream, partition))
+        return await admin.flush_partition(node, stream, partition)
 
 
 def _record_routes(app: FastAPI, node: IngestNode) -> None:

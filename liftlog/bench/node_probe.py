@@ -12,6 +12,7 @@ import urllib.request
 from pathlib import Path
 
 from liftlog.bench.errors import BenchError
+from spark_log.api_models import StreamDescription
 from spark_log.rest import RestClient
 
 PROBE_TIMEOUT_S = 5.0
@@ -22,11 +23,11 @@ _BYTES_PER_MB = 1_000_000
 
 def high_watermark(rest: RestClient, stream: str, partition: int = 0) -> int:
     """The partition's HW from ``GET /v1/streams/{stream}`` (the first uncommitted offset)."""
-    body = rest.get_json(f"/v1/streams/{stream}")
-    for p in body["partitions"]:
-        if p["partition"] == partition:
-            return int(p["high_watermark"] or 0)
-    raise BenchError(f"stream {stream} has no partition {partition}")
+    described = StreamDescription.from_json(rest.get_json(f"/v1/streams/{stream}"))
+    try:
+        return described.partition(partition).high_watermark or 0
+    except KeyError:
+        raise BenchError(f"stream {stream} has no partition {partition}") from None
 
 
 def slow_consumer_drops(api_url: str, stream: str) -> int:

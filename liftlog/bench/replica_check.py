@@ -19,6 +19,7 @@ from nats.js import JetStreamContext
 from nats.js.api import StreamInfo
 
 from liftlog.bench.errors import BenchError
+from spark_log.api_models import PartitionState
 from spark_log.client import Client
 
 REPLICA_CATCH_UP_TIMEOUT_S = 15.0
@@ -59,24 +60,23 @@ def node_name(broker_id: int | None) -> str:
     return f"node-{broker_id}" if broker_id is not None and broker_id >= 0 else "none"
 
 
-async def liftlog_partition(client: Client, stream: str) -> dict[str, Any]:
+async def liftlog_partition(client: Client, stream: str) -> PartitionState:
     """Partition 0 of ``stream`` as described by the cluster (leader view, replica LEOs)."""
-    body = await client.describe_stream(stream)
-    return dict(body["partitions"][0])
+    return (await client.describe_stream(stream)).partition(0)
 
 
 async def wait_full_isr(
     client: Client, stream: str, replicas: int, timeout_s: float = FULL_ISR_TIMEOUT_S
-) -> dict[str, Any]:
+) -> PartitionState:
     """Wait until every replica is in the ISR, so ``acks=all`` really waits for all three."""
     deadline = time.monotonic() + timeout_s
     while True:
         part = await liftlog_partition(client, stream)
-        if len(part.get("isr") or []) == replicas and part.get("leader", -1) >= 0:
+        if len(part.isr) == replicas and part.leader >= 0:
             return part
         if time.monotonic() >= deadline:
             raise BenchError(
-                f"stream {stream}: ISR {part.get('isr')} is not all {replicas} "
+                f"stream {stream}: ISR {part.isr} is not all {replicas} "
                 f"replicas after {timeout_s:.0f}s"
             )
         await asyncio.sleep(CHECK_POLL_INTERVAL_S)
@@ -89,17 +89,17 @@ async def liftlog_stored(
     deadline = time.monotonic() + timeout_s
     while True:
         part = await liftlog_partition(client, stream)
-        leos = [int(v) for v in (part.get("replica_log_end_offsets") or {}).values()]
+        leos = [int(v) for v in (part.replica_log_end_offsets or {}).values()]
         complete = sum(1 for leo in leos if leo >= acked)
-        replicas = len(part.get("replicas") or [])
+        replicas = len(part.replicas)
         if complete >= replicas or time.monotonic() >= deadline:
             return StoredCheck(
                 acked,
-                int(part.get("high_watermark") or 0),
+                part.high_watermark or 0,
                 replicas,
                 complete,
-                node_name(part.get("leader")),
-                tuple(node_name(b) for b in part.get("isr") or []),
+                node_name(part.leader),
+                tuple(node_name(b) for b in part.isr),
             )
         await asyncio.sleep(CHECK_POLL_INTERVAL_S)
 

@@ -74,10 +74,10 @@ async def replicated_publishers(
     js_name, js_subject = jetstream_r3_stream(size)
     await create_r3_stream(sides.js, js_name, js_subject)
     info = await wait_js_replicas_current(sides.js, js_name, CLUSTER_SIZE)
-    leaders = {LIFTLOG_RF3: node_name(part["leader"]), JETSTREAM_R3: js_leader(info)}
+    leaders = {LIFTLOG_RF3: node_name(part.leader), JETSTREAM_R3: js_leader(info)}
     progress.say(
         f"{size_label(size)}: streams {stream} (leader {leaders[LIFTLOG_RF3]}, ISR "
-        f"{part['isr']}) and {js_name} (leader {leaders[JETSTREAM_R3]})"
+        f"{part.isr}) and {js_name} (leader {leaders[JETSTREAM_R3]})"
     )
     pubs: dict[str, Publisher] = {
         LIFTLOG_RF3: CountingPublisher(

@@ -8,15 +8,17 @@ import argparse
 from typing import Any
 
 from liftlog.cli.common import add_server_arg, rest
+from spark_log.api_models import StreamDescription
 from spark_log.errors import InvalidRequestError
 
 DEFAULT_SPARK_MASTER = "local[*]"
 
 
 class CompactionNotEnabledError(InvalidRequestError):
-    """The stream was created without compaction and ``--force`` was not given."""
+    """The stream was created without compaction and ``--force`` was not given: the job's own
+    refusal (same code), made before Spark starts (its errors module imports pyspark)."""
 
-    code = "compaction_not_enabled"
+    code = "compaction_disabled"
 
 
 def add_compact_parser(sub: Any) -> None:
@@ -91,8 +93,8 @@ def _compact(args: argparse.Namespace) -> int:
 
 def refuse_without_compaction(args: argparse.Namespace) -> None:
     """One REST call: a stream without compaction is refused before Spark starts."""
-    spec = rest(args).get_json(f"/v1/streams/{args.stream}")["spec"]
-    if not spec.get("compaction"):
+    described = StreamDescription.from_json(rest(args).get_json(f"/v1/streams/{args.stream}"))
+    if not described.spec.compaction:
         raise CompactionNotEnabledError(
             f"stream {args.stream} was created without compaction (Kafka's "
             "cleanup.policy=compact); recreate it with --compaction, or pass --force to "

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from liftlog.cli.common import num, print_table
+from spark_log.api_models import (
+    FlushResult,
+    LakeRef,
+    PartitionState,
+    StreamDescription,
+    StreamSummary,
+)
 
 DESCRIBE_HEADERS = [
     "PARTITION",
@@ -21,75 +29,71 @@ DESCRIBE_HEADERS = [
 ]
 
 
-def print_stream_list(streams: list[dict[str, Any]]) -> None:
+def print_stream_list(streams: Iterable[StreamSummary]) -> None:
     rows = [
         [
-            s["name"],
-            s["subject"],
-            s["partitions"],
-            s["replication_factor"],
-            "paused" if s["paused"] else "active",
+            s.name,
+            s.subject,
+            s.partitions,
+            s.replication_factor,
+            "paused" if s.paused else "active",
         ]
         for s in streams
     ]
     print_table(["NAME", "SUBJECT", "PARTITIONS", "RF", "STATE"], rows)
 
 
-def print_describe(body: dict[str, Any]) -> None:
+def print_describe(body: StreamDescription) -> None:
     """The stream's line, its lake table, compaction, then one row per partition: LOG START
     (first offset in the local log) beside LAKE (first offset not yet in the lake) shows
     where reads switch from the lake to the nodes."""
-    state = "paused" if body.get("paused") else "active"
+    state = "paused" if body.paused else "active"
     print(
-        f"{body['name']}  subject={body['subject']}  partitions={len(body['partitions'])}  "
-        f"rf={body['replication_factor']}  ack_policy={body['ack_policy']}  {state}"
+        f"{body.name}  subject={body.subject}  partitions={len(body.partitions)}  "
+        f"rf={body.replication_factor}  ack_policy={body.ack_policy}  {state}"
     )
-    print(f"lake table: {_lake_uri(body)}")
+    print(f"lake table: {_lake_uri(body.lake)}")
     print(compaction_line(body))
-    print_table(DESCRIBE_HEADERS, [_partition_row(p) for p in body.get("partitions", [])])
+    print_table(DESCRIBE_HEADERS, [_partition_row(p) for p in body.partitions])
 
 
-def print_flush(name: str, body: dict[str, Any]) -> None:
-    print(f"stream {name}: sealed and flushed; lake table {_lake_uri(body)}")
-    rows = [
-        [p["partition"], num(p["high_watermark"]), num(p.get("lake_offset"))]
-        for p in body.get("partitions", [])
-    ]
+def print_flush(name: str, body: FlushResult) -> None:
+    print(f"stream {name}: sealed and flushed; lake table {_lake_uri(body.lake)}")
+    rows = [[p.partition, num(p.high_watermark), num(p.lake_offset)] for p in body.partitions]
     print_table(["PARTITION", "HW", "LAKE"], rows)
 
 
-def _lake_uri(body: dict[str, Any]) -> str:
-    lake = body.get("lake")
-    return str(lake["uri"]) if lake else "disabled"
+def _lake_uri(lake: LakeRef | None) -> str:
+    return lake.uri if lake else "disabled"
 
 
-def _partition_row(p: dict[str, Any]) -> list[Any]:
+def _partition_row(p: PartitionState) -> list[Any]:
     return [
-        p["partition"],
-        "none" if p["leader"] < 0 else str(p["leader"]),
-        p["leader_epoch"],
-        _ids(p["replicas"]),
-        _ids(p["isr"]),
-        num(p["high_watermark"]),
-        num(p["log_end_offset"]),
-        _leos(p.get("replica_log_end_offsets") or {}),
-        num(p.get("log_start_offset")),
-        num(p.get("lake_offset")),
-        "OFFLINE" if p["offline"] else "",
+        p.partition,
+        "none" if p.leader < 0 else str(p.leader),
+        p.leader_epoch,
+        _ids(p.replicas),
+        _ids(p.isr),
+        num(p.high_watermark),
+        num(p.log_end_offset),
+        _leos(p.replica_log_end_offsets or {}),
+        num(p.log_start_offset),
+        num(p.lake_offset),
+        "OFFLINE" if p.offline else "",
     ]
 
 
-def compaction_line(body: dict[str, Any]) -> str:
-    if not body.get("compaction"):
+def compaction_line(body: StreamDescription) -> str:
+    if not body.compaction:
         return "compaction: off"
-    interval = body.get("compaction_interval_s")
+    interval = body.compaction_interval_s
     every = f"every {interval:g}s" if interval else "on demand"
-    return f"compaction: on ({every}), delete retention {body.get('delete_retention_ms')} ms"
+    return f"compaction: on ({every}), delete retention {body.delete_retention_ms} ms"
 
 
-def _leos(leos: dict[str, int]) -> str:
+def _leos(leos: Mapping[str, int]) -> str:
     return ",".join(f"{b}:{o}" for b, o in sorted(leos.items(), key=lambda kv: int(kv[0])))
 
 
-def _ids(ids: list[int]) -> str:
+def _ids(ids: Iterable[int]) -> str:
     return ",".join(str(i) for i in ids)

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from types import SimpleNamespace
 from typing import Any
 
 import nats
 import nats.errors
 
 from liftlog.cli.common import rest
+from spark_log.api_models import Ack, ClusterInfo, StreamDescription
 from spark_log.errors import InvalidRequestError, RequestTimeoutError, UnavailableError
-from spark_log.stream_spec import StreamSpec
 from spark_log.wire import error_from_json
 
 PLAIN_ACK_TIMEOUT_S = 10.0
@@ -26,12 +25,12 @@ async def publish_plain(args: argparse.Namespace, values: list[str]) -> int:
     from liftlog.cli.publish import ack_line
 
     client = rest(args)
-    spec = StreamSpec.from_json(client.get_json(f"/v1/streams/{args.stream}")["spec"])
+    spec = StreamDescription.from_json(client.get_json(f"/v1/streams/{args.stream}")).spec
     partition = 0 if args.partition is None else args.partition
     if not 0 <= partition < spec.partitions:
         raise InvalidRequestError(f"stream {spec.name} has no partition {partition}")
     subject = spec.partition_subject(partition)
-    url = args.nats_url or _nats_url(client.get_json("/v1/cluster"))
+    url = args.nats_url or _nats_url(ClusterInfo.from_json(client.get_json("/v1/cluster")))
     nc = await _connect(url)
     try:
         for value in values:
@@ -42,11 +41,10 @@ async def publish_plain(args: argparse.Namespace, values: list[str]) -> int:
     return 0
 
 
-def _nats_url(cluster: dict[str, Any]) -> str:
-    brokers = cluster.get("brokers") or []
-    if not brokers:
+def _nats_url(cluster: ClusterInfo) -> str:
+    if not cluster.brokers:
         raise UnavailableError("no live broker to learn the NATS URL from; give --nats-url")
-    return str(brokers[0]["nats_url"])
+    return cluster.brokers[0].nats_url
 
 
 async def _connect(url: str) -> Any:
@@ -70,14 +68,9 @@ async def _request(nc: Any, subject: str, payload: bytes) -> bytes:
     return bytes(msg.data)
 
 
-def _ack(data: bytes, stream: str) -> SimpleNamespace:
+def _ack(data: bytes, stream: str) -> Ack:
+    """The node's ack (the stream defaults to the one asked for), or its error raised."""
     body = json.loads(data)
-    if "error" in body:
+    if "error" in body:  # the wire's error shape, checked before any model is built
         raise error_from_json(body["error"])
-    return SimpleNamespace(
-        stream=body.get("stream", stream),
-        partition=body["partition"],
-        offset=body["offset"],
-        count=body.get("count", 1),
-        duplicate=bool(body.get("duplicate", False)),
-    )
+    return Ack.from_json({"stream": stream, **body})

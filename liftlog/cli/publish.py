@@ -10,6 +10,7 @@ from typing import Any
 
 from liftlog.cli.common import add_server_arg
 from liftlog.cli.plain_publish import publish_plain
+from spark_log.api_models import Ack
 from spark_log.errors import InvalidRequestError
 from spark_log.stream_spec import ACK_POLICIES
 
@@ -118,13 +119,11 @@ async def _publish_async(
     return 0
 
 
-def ack_line(ack: Any) -> str:
+def ack_line(ack: Ack | None) -> str:
     """``orders/0 offset=3``, with ``count=N`` for batches and ``duplicate`` when the node
     recognised the Nats-Msg-Id and stored nothing new."""
     if ack is None:
         return "published (no ack requested)"
-    count = getattr(ack, "count", 1)
-    extra = f" count={count}" if count != 1 else ""
-    # Ack.duplicate is being added to spark_log.client.Ack; older Acks have no such field.
-    duplicate = " duplicate" if getattr(ack, "duplicate", False) else ""
+    extra = f" count={ack.count}" if ack.count != 1 else ""
+    duplicate = " duplicate" if ack.duplicate else ""
     return f"{ack.stream}/{ack.partition} offset={ack.offset}{extra}{duplicate}"

@@ -9,6 +9,7 @@ from typing import Any
 
 from liftlog.cli.common import add_json_arg, add_server_arg, rest
 from liftlog.cli.describe import print_describe, print_flush, print_stream_list
+from spark_log.api_models import FlushResult, StreamDescription, StreamList, UncleanElection
 from spark_log.stream_spec import (
     ACK_POLICIES,
     DEFAULT_DELETE_RETENTION_MS,
@@ -151,40 +152,40 @@ def _stream_create(args: argparse.Namespace) -> int:
     resp = rest(args).request("POST", "/v1/streams", json_body=body)
     verb = "created" if resp.status == 201 else "already exists (identical spec)"
     print(f"stream {args.name} {verb}")
-    print_describe(resp.json())
+    print_describe(StreamDescription.from_json(resp.json()))
     return 0
 
 
 def _stream_elect_unclean(args: argparse.Namespace) -> int:
     params = {"broker_id": args.broker, "confirm": "true" if args.confirm else "false"}
     path = f"/v1/streams/{args.name}/partitions/{args.partition}/unclean-election"
-    body = rest(args).request("POST", path, params=params).json()
+    body = UncleanElection.from_json(rest(args).request("POST", path, params=params).json())
     print(
-        f"candidate broker {body['candidate']}: log end offset "
-        f"{body['candidate_log_end_offset']}, highest known HW "
-        f"{body['highest_known_high_watermark']}"
+        f"candidate broker {body.candidate}: log end offset "
+        f"{body.candidate_log_end_offset}, highest known HW "
+        f"{body.highest_known_high_watermark}"
     )
-    print(f"offsets known to be lost: {body['offsets_known_lost']} ({body['warning']})")
-    if body["elected"]:
-        print(f"elected broker {body['leader']} at leader epoch {body['leader_epoch']}")
+    print(f"offsets known to be lost: {body.offsets_known_lost} ({body.warning})")
+    if body.elected:
+        print(f"elected broker {body.leader} at leader epoch {body.leader_epoch}")
     else:
         print("dry run: nothing changed; add --confirm to elect")
     return 0
 
 
 def _stream_list(args: argparse.Namespace) -> int:
-    streams = rest(args).get_json("/v1/streams")["streams"]
+    listed = StreamList.from_json(rest(args).get_json("/v1/streams"))
     if args.json:
-        print(json.dumps(streams, indent=2))
+        print(json.dumps([s.to_json() for s in listed.streams], indent=2))
     else:
-        print_stream_list(streams)
+        print_stream_list(listed.streams)
     return 0
 
 
 def _stream_describe(args: argparse.Namespace) -> int:
-    body = rest(args).get_json(f"/v1/streams/{args.name}")
+    body = StreamDescription.from_json(rest(args).get_json(f"/v1/streams/{args.name}"))
     if args.json:
-        print(json.dumps(body, indent=2))
+        print(json.dumps(body.to_json(), indent=2))
     else:
         print_describe(body)
     return 0
@@ -198,9 +199,10 @@ def _stream_delete(args: argparse.Namespace) -> int:
 
 def _stream_action(action: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
-        body = rest(args).request("POST", f"/v1/streams/{args.name}/{action}").json()
+        response = rest(args).request("POST", f"/v1/streams/{args.name}/{action}")
+        body = StreamDescription.from_json(response.json())
         if args.json:
-            print(json.dumps(body, indent=2))
+            print(json.dumps(body.to_json(), indent=2))
         else:
             print(f"stream {args.name}: {action} done")
         return 0
@@ -209,9 +211,10 @@ def _stream_action(action: str) -> Callable[[argparse.Namespace], int]:
 
 
 def _stream_flush(args: argparse.Namespace) -> int:
-    body = rest(args, FLUSH_REST_TIMEOUT_S).request("POST", f"/v1/streams/{args.name}/flush")
+    response = rest(args, FLUSH_REST_TIMEOUT_S).request("POST", f"/v1/streams/{args.name}/flush")
+    body = FlushResult.from_json(response.json())
     if args.json:
-        print(json.dumps(body.json(), indent=2))
+        print(json.dumps(body.to_json(), indent=2))
     else:
-        print_flush(args.name, body.json())
+        print_flush(args.name, body)
     return 0

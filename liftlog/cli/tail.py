@@ -6,11 +6,14 @@ import argparse
 import asyncio
 import datetime as dt
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from liftlog.cli.common import add_server_arg
 from liftlog.cli.merge import follow_partitions, merged_records
 from spark_log.errors import InvalidRequestError
+
+if TYPE_CHECKING:
+    from spark_log.client import Client
 
 DEFAULT_TAIL_START = "earliest"
 
@@ -93,8 +96,8 @@ async def _tail_async(args: argparse.Namespace, start: str | int | dt.datetime) 
     return 0
 
 
-async def _partitions(client: Any, stream: str, chosen: list[int] | None) -> list[int]:
-    count = len((await client.describe_stream(stream))["partitions"])
+async def _partitions(client: Client, stream: str, chosen: list[int] | None) -> list[int]:
+    count = len((await client.describe_stream(stream)).partitions)
     if not chosen:
         return list(range(count))
     missing = sorted({p for p in chosen if not 0 <= p < count})

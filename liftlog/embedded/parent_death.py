@@ -2,8 +2,14 @@
 
 An ``atexit`` hook stops children when the parent exits normally, but nothing runs in a
 process that is SIGKILLed (the OOM killer, ``kill -9``, a CI time-out). On Linux the kernel can
-send a signal to a child when its parent goes away (``prctl(PR_SET_PDEATHSIG)``), which closes
-that hole without any cooperation from nats-server or the JVM; the setting survives ``execve``.
+send a signal to a child when its parent goes away (``PR_SET_PDEATHSIG``), which closes that
+hole without any cooperation from nats-server or the JVM; the setting survives ``execve``.
+
+It is set by util-linux's ``setpriv --pdeathsig KILL`` (always present on Linux distributions:
+util-linux is essential), which then executes the real command. Setting it from Python in a
+``preexec_fn`` instead would force ``subprocess`` to fork the whole interpreter and run its
+fork handlers in the child, which in a process that also drives Spark through py4j was seen
+to lose the session's Python data sources.
 
 The kernel ties the signal to the *thread* that forked the child, not to the process: a child
 spawned from a short-lived worker thread (``asyncio.to_thread``) would be killed when that
@@ -12,47 +18,26 @@ thread ends. So every spawn goes through one spawner thread that lives as long a
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import os
-import signal
+import shutil
 import subprocess
-import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-PARENT_DEATH_SIGNAL = signal.SIGKILL
+PARENT_DEATH_SIGNAL = "KILL"
+SETPRIV = shutil.which("setpriv")
 
 _spawner_lock = threading.Lock()
 _spawner: ThreadPoolExecutor | None = None
 
 
-def _load_prctl() -> Callable[..., int] | None:
-    """libc's prctl, resolved once in the parent (the forked child must not load libraries)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    return libc.prctl  # type: ignore[no-any-return]
-
-
-_PRCTL = _load_prctl()
-
-
-def _die_with(parent_pid: int) -> Callable[[], None]:
-    """The child's pre-exec step: ask for SIGKILL on parent death; quit if it is already gone."""
-    prctl = _PRCTL
-
-    def arm() -> None:
-        if prctl is None:
-            return
-        prctl(PR_SET_PDEATHSIG, int(PARENT_DEATH_SIGNAL), 0, 0, 0)
-        if os.getppid() != parent_pid:  # the parent died between fork and prctl
-            os._exit(1)
-
-    return arm
+def dying_with_parent(argv: Sequence[str]) -> list[str]:
+    """``argv`` run so that the kernel kills it when its parent dies (unchanged where
+    ``setpriv`` is missing: then only the ``atexit`` hook and explicit stops remain)."""
+    if SETPRIV is None:
+        return list(argv)
+    return [SETPRIV, f"--pdeathsig={PARENT_DEATH_SIGNAL}", "--", *argv]
 
 
 def _spawner_thread() -> ThreadPoolExecutor:
@@ -63,8 +48,7 @@ def _spawner_thread() -> ThreadPoolExecutor:
         return _spawner
 
 
-def popen_dying_with_parent(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+def popen_dying_with_parent(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
     """``subprocess.Popen`` whose child is SIGKILLed by the kernel when this process dies."""
-    arm = _die_with(os.getpid())
-    future = _spawner_thread().submit(subprocess.Popen, argv, preexec_fn=arm, **kwargs)
+    future = _spawner_thread().submit(subprocess.Popen, dying_with_parent(argv), **kwargs)
     return future.result()

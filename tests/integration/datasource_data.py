@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from liftlog.embedded.node import NodeProcess
+from spark_log.api_models import FlushResult, StreamDescription
 from spark_log.client import Client
 from spark_log.config import LakeConfig
 from tests.integration.conftest import _node_factory
@@ -62,8 +63,8 @@ def publish(api_url: str, stream: str, counts: dict[int, int], batch: int = 1000
     async def run() -> None:
         async with Client(api_url) as client:
             for partition, count in counts.items():
-                spec = await client.describe_stream(stream)
-                first = spec["partitions"][partition]["high_watermark"]
+                described = await client.describe_stream(stream)
+                first = described.partition(partition).high_watermark or 0
                 for lo in range(first, first + count, batch):
                     offsets = range(lo, min(lo + batch, first + count))
                     await client.publish_batch(
@@ -77,19 +78,19 @@ def publish(api_url: str, stream: str, counts: dict[int, int], batch: int = 1000
     asyncio.run(run())
 
 
-def flush(api_url: str, stream: str) -> dict[int, int]:
+def flush(api_url: str, stream: str) -> dict[int, int | None]:
     """Export everything committed; each partition's lake offset afterwards."""
 
-    async def run() -> dict[str, Any]:
+    async def run() -> FlushResult:
         async with Client(api_url) as client:
             return await client.flush_stream(stream)
 
     body = asyncio.run(run())
-    return {p["partition"]: p["lake_offset"] for p in body["partitions"]}
+    return {p.partition: p.lake_offset for p in body.partitions}
 
 
-def describe(api_url: str, stream: str) -> dict[str, Any]:
-    async def run() -> dict[str, Any]:
+def describe(api_url: str, stream: str) -> StreamDescription:
+    async def run() -> StreamDescription:
         async with Client(api_url) as client:
             return await client.describe_stream(stream)
 
@@ -97,7 +98,9 @@ def describe(api_url: str, stream: str) -> dict[str, Any]:
 
 
 def lake_uri(api_url: str, stream: str) -> str:
-    return str(describe(api_url, stream)["lake"]["uri"])
+    lake = describe(api_url, stream).lake
+    assert lake is not None, f"stream {stream} has no lake"
+    return lake.uri
 
 
 def rows_by_place(rows: list[Any]) -> dict[tuple[int, int], Any]:

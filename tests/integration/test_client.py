@@ -66,18 +66,18 @@ async def test_subscribe_from_every_start(node, stream_name):
 async def test_admin_calls_and_typed_errors(node, stream_name):
     async with Client(node.api_url) as client:
         created = await client.create_stream(stream_name, f"{stream_name}.in", partitions=4)
-        assert len(created["partitions"]) == 4
+        assert len(created.partitions) == 4
         again = await client.create_stream(stream_name, f"{stream_name}.in", partitions=4)
-        assert again["name"] == stream_name
+        assert again.name == stream_name
         with pytest.raises(StreamExistsError):
             await client.create_stream(stream_name, f"{stream_name}.in", partitions=2)
-        assert stream_name in [s["name"] for s in await client.list_streams()]
+        assert stream_name in [s.name for s in await client.list_streams()]
         ack = await client.publish(stream_name, b"v", key="customer-1")
         assert ack.partition == partition_for_key(b"customer-1", 4)
         with pytest.raises(InvalidRequestError):
             await client.publish(stream_name, b"v", partition=9)
         paused = await client.pause_stream(stream_name)
-        assert paused["paused"] is True
+        assert paused.paused is True
         await client.resume_stream(stream_name)
         await client.delete_stream(stream_name)
         with pytest.raises(StreamNotFoundError):
@@ -91,7 +91,7 @@ async def test_admin_calls_return_the_shared_models(node, stream_name):
         created = await client.create_stream(stream_name, f"{stream_name}.in", partitions=2)
         assert isinstance(created, StreamDescription)
         assert [p.partition for p in created.partitions] == [0, 1]
-        assert created.spec.partitions == 2 and created["partitions"][1]["leader"] == 1
+        assert created.spec.partitions == 2 and created.partition(1).leader == 1
         batch = await client.publish_batch(stream_name, [b"a", b"b"], partition=1)
         assert batch == Ack(stream_name, 1, 0, count=2, duplicate=False)
         described = await client.describe_stream(stream_name)

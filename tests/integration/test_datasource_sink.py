@@ -13,6 +13,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import BinaryType
 
+from spark_log.api_models import StreamDescription
 from spark_log.rest import RestClient
 from tests.integration.datasource_data import create, lake_node, publish, rows_by_place
 from tests.integration.spark_session import liftlog_reader, spark
@@ -87,8 +88,8 @@ def _fail_first_attempt(api: str, stream: str, at_row: int, published: int):
 
 
 def _committed(rest: RestClient, stream: str) -> int:
-    body = rest.get_json(f"/v1/streams/{stream}")
-    return sum(p["high_watermark"] or 0 for p in body["partitions"])
+    described = StreamDescription.from_json(rest.get_json(f"/v1/streams/{stream}"))
+    return sum(p.high_watermark or 0 for p in described.partitions)
 
 
 @pytest.mark.parametrize("idempotent", [True, False])

@@ -31,7 +31,7 @@ def test_tail_fetch_finds_the_leader(make_node):
     stream = f"moved-{uuid.uuid4().hex[:6]}"
     create(api, stream, partitions=1)
     publish(api, stream, {0: 50})
-    leader = describe(api, stream)["partitions"][0]["leader"]
+    leader = describe(api, stream).partition(0).leader
     wrong = next(n.api_url for n in nodes if n.broker_id != leader)
     table = TailFetcher(api, stream, 0, leader_url=wrong).fetch(10, 100)
     assert table.column("offset").to_pylist() == list(range(10, 50))
@@ -53,7 +53,7 @@ def trimmed(make_node):
     publish(node.api_url, stream, {0: 400}, batch=25)
     settled = 400 - RETAINED_MESSAGES
     wait_for(
-        lambda: describe(node.api_url, stream)["partitions"][0]["log_start_offset"] == settled,
+        lambda: describe(node.api_url, stream).partition(0).log_start_offset == settled,
         timeout_s=30,
         message=f"retention to move the log start to {settled}",
     )

@@ -18,6 +18,7 @@ import pytest
 from deltalake import DeltaTable
 
 from liftlog import cli
+from spark_log.api_models import FlushResult, StreamDescription
 from spark_log.client import Client
 from spark_log.config import LakeConfig, LogConfig
 from tests.integration.conftest import create_stream
@@ -27,20 +28,31 @@ NEVER_S = 3600.0  # an export interval no test waits for
 HUGE_BYTES = 1 << 40
 
 
-def describe(api: httpx.Client, name: str) -> dict[str, Any]:
+def describe(api: httpx.Client, name: str) -> StreamDescription:
     resp = api.get(f"/v1/streams/{name}")
     assert resp.status_code == 200, resp.text
-    return resp.json()
+    return StreamDescription.from_json(resp.json())
+
+
+def flush(api: httpx.Client, name: str) -> FlushResult:
+    resp = api.post(f"/v1/streams/{name}/flush")
+    assert resp.status_code == 200, resp.text
+    return FlushResult.from_json(resp.json())
+
+
+def lake_uri(answer: StreamDescription | FlushResult) -> str:
+    assert answer.lake is not None, "the lake is disabled"
+    return answer.lake.uri
 
 
 def lake_offsets(api: httpx.Client, name: str) -> list[int | None]:
-    return [p["lake_offset"] for p in describe(api, name)["partitions"]]
+    return [p.lake_offset for p in describe(api, name).partitions]
 
 
 def committed_records(api: httpx.Client, name: str, partition: int) -> list[dict[str, Any]]:
     """Every committed record of a partition over REST (utf-8: the test data is text)."""
     records: list[dict[str, Any]] = []
-    offset = describe(api, name)["partitions"][partition]["log_start_offset"]
+    offset = describe(api, name).partition(partition).log_start_offset
     while True:
         body = api.get(
             f"/v1/streams/{name}/partitions/{partition}/records",
@@ -67,10 +79,10 @@ def utc(ms: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
 
 
-def flush_with_cli(server: str, name: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+def flush_with_cli(server: str, name: str, capsys: pytest.CaptureFixture[str]) -> FlushResult:
     capsys.readouterr()
     assert cli.main(["stream", "flush", name, "--json", "--server", server]) == 0
-    return json.loads(capsys.readouterr().out)
+    return FlushResult.from_json(json.loads(capsys.readouterr().out))
 
 
 async def publish_known_records(server: str, name: str) -> dict[int, list[dict[str, Any]]]:
@@ -125,15 +137,15 @@ async def test_flush_exports_every_record_readable_by_deltalake_polars_duckdb_an
         create_stream(api, stream_name, partitions=2)
         expected = await publish_known_records(node.api_url, stream_name)
         flushed = flush_with_cli(node.api_url, stream_name, capsys)
-        assert [(p["partition"], p["lake_offset"]) for p in flushed["partitions"]] == [
+        assert [(p.partition, p.lake_offset) for p in flushed.partitions] == [
             (0, 30),
             (1, 60),
         ]
         body = describe(api, stream_name)
-        uri = body["lake"]["uri"]
-        assert uri == flushed["lake"]["uri"] and uri.startswith(node.config.lake.uri)
-        assert [p["lake_offset"] for p in body["partitions"]] == [30, 60]
-        assert [p["lake_start_offset"] for p in body["partitions"]] == [0, 0]
+        uri = lake_uri(body)
+        assert uri == lake_uri(flushed) and uri.startswith(node.config.lake.uri)
+        assert [p.lake_offset for p in body.partitions] == [30, 60]
+        assert [p.lake_start_offset for p in body.partitions] == [0, 0]
         capsys.readouterr()
         assert cli.main(["stream", "describe", stream_name, "--server", node.api_url]) == 0
         printed = capsys.readouterr().out
@@ -203,7 +215,7 @@ def test_records_are_exported_by_age_without_a_flush(make_node, stream_name):
             20,
             message="a later record follows by age too",
         )
-        uri = describe(api, stream_name)["lake"]["uri"]
+        uri = lake_uri(describe(api, stream_name))
     assert [r["value"] for r in lake_rows(uri)] == [f"r{i}".encode() for i in range(10)] + [b"late"]
 
 
@@ -238,10 +250,7 @@ def test_a_restarted_node_keeps_its_lake_offset_and_continues_without_duplicates
             json={"records": [{"value": f"a{i}"} for i in range(10)]},
             params={"encoding": "utf-8"},
         )
-        assert (
-            api.post(f"/v1/streams/{stream_name}/flush").json()["partitions"][0]["lake_offset"]
-            == 10
-        )
+        assert flush(api, stream_name).partitions[0].lake_offset == 10
     node.restart()
     with httpx.Client(base_url=node.api_url, timeout=30) as api:
         assert lake_offsets(api, stream_name) == [10]
@@ -250,9 +259,9 @@ def test_a_restarted_node_keeps_its_lake_offset_and_continues_without_duplicates
             json={"records": [{"value": f"b{i}"} for i in range(5)]},
             params={"encoding": "utf-8"},
         )
-        flushed = api.post(f"/v1/streams/{stream_name}/flush").json()
-        assert flushed["partitions"][0]["lake_offset"] == 15
-        uri = flushed["lake"]["uri"]
+        flushed = flush(api, stream_name)
+        assert flushed.partitions[0].lake_offset == 15
+        uri = lake_uri(flushed)
     rows = lake_rows(uri)
     assert [r["offset"] for r in rows] == list(range(15))
     assert [r["value"] for r in rows] == [f"a{i}".encode() for i in range(10)] + [
@@ -281,7 +290,7 @@ def test_retention_deletes_only_segments_the_lake_holds(make_node, stream_name):
                 assert api.post(url, json=body, params={"encoding": "utf-8"}).status_code == 200
 
         def log_start() -> int:
-            return describe(api, stream_name)["partitions"][0]["log_start_offset"]
+            return describe(api, stream_name).partition(0).log_start_offset
 
         def retention_ran(times: int) -> None:
             seen = metric(api, "liftlog_retention_checks_total", stream_name)
@@ -294,8 +303,7 @@ def test_retention_deletes_only_segments_the_lake_holds(make_node, stream_name):
         publish("a")
         retention_ran(5)
         assert log_start() == 0  # nothing in the lake yet: nothing deleted
-        flushed = api.post(f"/v1/streams/{stream_name}/flush").json()["partitions"][0]
-        assert flushed["lake_offset"] == 200
+        assert flush(api, stream_name).partitions[0].lake_offset == 200
         wait_for(lambda: log_start() > 0, 20, message="retention deleted exported segments")
         publish("b")  # 200 more, not exported: retention wants all but 50 gone
         retention_ran(5)
@@ -303,7 +311,7 @@ def test_retention_deletes_only_segments_the_lake_holds(make_node, stream_name):
         assert 0 < start <= 200
         kept = committed_records(api, stream_name, 0)
         assert kept[0]["offset"] == start and kept[-1]["offset"] == 399
-        uri = describe(api, stream_name)["lake"]["uri"]
+        uri = lake_uri(describe(api, stream_name))
     assert [r["offset"] for r in lake_rows(uri)] == list(range(200))
 
 
@@ -337,7 +345,7 @@ def test_a_failing_lake_is_counted_and_retried_while_ingest_goes_on(
             30,
             message="the export recovered after the lake came back",
         )
-        uri = describe(api, stream_name)["lake"]["uri"]
+        uri = lake_uri(describe(api, stream_name))
     assert [r["value"] for r in lake_rows(uri)] == [f"r{i}".encode() for i in range(5)]
 
 
@@ -351,7 +359,7 @@ def test_with_the_lake_disabled_nothing_is_exported(make_node, stream_name):
             params={"encoding": "utf-8"},
         )
         body = describe(api, stream_name)
-        assert body["lake"] is None and body["partitions"][0]["lake_offset"] is None
+        assert body.lake is None and body.partition(0).lake_offset is None
         flushed = api.post(f"/v1/streams/{stream_name}/flush").json()
         assert flushed["lake"] is None
         assert flushed["partitions"] == [

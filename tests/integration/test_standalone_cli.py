@@ -287,7 +287,7 @@ def test_publish_tail_describe_and_refusals_as_a_user_types_them(data_dir: Path)
             check=False,
         )
         assert refused.returncode == 1
-        assert refused.stderr.startswith("liftlog: compaction_not_enabled: stream orders")
+        assert refused.stderr.startswith("liftlog: compaction_disabled: stream orders")
         assert "--force" in refused.stderr
         assert "spark imported: False" in refused.stdout
 

@@ -1,4 +1,4 @@
-"""The shared REST models: JSON in and out, unknown keys tolerated, dict-style reads."""
+"""The shared REST models: JSON in and out, unknown keys tolerated, attribute reads only."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from spark_log.api_models import (
     ErrorDetail,
     FetchResponse,
     StreamDescription,
+    StreamSummary,
 )
 from spark_log.errors import InvalidRequestError
+from spark_log.stream_spec import StreamSpec
 
 DESCRIBE = {
     "name": "orders",
@@ -61,15 +63,15 @@ def test_to_json_writes_lists_and_nested_objects():
     assert StreamDescription.from_json(body).to_json() == body
 
 
-def test_models_answer_dict_style_reads_for_older_callers():
+def test_models_are_read_by_attribute_only():
+    """No dict-style reads: a hand-spelled key cannot creep back in place of a field."""
     described = StreamDescription.from_json(DESCRIBE)
-    assert described["partitions"][0]["high_watermark"] == 10
-    assert described.get("lake")["uri"].endswith("@7")
-    assert described.get("nope", "default") == "default"
-    assert "paused" in described and "nope" not in described
-    assert dict(described["partitions"][0])["log_end_offset"] == 11
-    with pytest.raises(KeyError):
-        described["nope"]
+    with pytest.raises(TypeError):
+        described["partitions"]  # type: ignore[index]
+    with pytest.raises(TypeError):
+        "paused" in described  # type: ignore[operator]  # noqa: B015
+    assert not hasattr(described, "get") and not hasattr(described, "keys")
+    assert described.partitions[0].high_watermark == 10
 
 
 def test_models_are_frozen():
@@ -109,3 +111,11 @@ def test_bad_shapes_are_typed_errors():
         StreamDescription.from_json(["not", "an", "object"])  # type: ignore[arg-type]
     with pytest.raises(InvalidRequestError, match="Ack"):
         Ack.from_json({"stream": "s"})  # partition and offset missing
+
+
+def test_summary_and_describe_repeat_every_spec_field():
+    """The node builds both by spreading the spec's fields (a describe keeps ``partitions`` as
+    its per-partition list): a new spec field must get a place in both models."""
+    spec_fields = {f.name for f in dataclasses.fields(StreamSpec)}
+    assert spec_fields <= {f.name for f in dataclasses.fields(StreamSummary)}
+    assert spec_fields - {"partitions"} <= {f.name for f in dataclasses.fields(StreamDescription)}

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import pytest
 
 from liftlog.cli.plain_publish import _ack
 from liftlog.cli.publish import ack_line
+from spark_log.api_models import Ack
 from spark_log.errors import StreamPausedError
 
 
 def test_ack_lines():
-    ack = SimpleNamespace(stream="orders", partition=0, offset=3, count=1)
-    assert ack_line(ack) == "orders/0 offset=3"
-    assert ack_line(SimpleNamespace(**{**vars(ack), "count": 5})) == "orders/0 offset=3 count=5"
-    duplicate = SimpleNamespace(**{**vars(ack), "duplicate": True})
-    assert ack_line(duplicate) == "orders/0 offset=3 duplicate"
+    assert ack_line(Ack("orders", 0, 3)) == "orders/0 offset=3"
+    assert ack_line(Ack("orders", 0, 3, count=5)) == "orders/0 offset=3 count=5"
+    assert ack_line(Ack("orders", 0, 3, duplicate=True)) == "orders/0 offset=3 duplicate"
     assert ack_line(None) == "published (no ack requested)"
 
 
