@@ -38,9 +38,12 @@ async def test_subscribe_from_every_start(node, stream_name):
         await client.create_stream(stream_name, f"{stream_name}.in")
         for i in range(5):
             await client.publish(stream_name, f"old-{i}")
-        boundary = dt.datetime.now(dt.UTC)
-        boundary_ms = int(boundary.timestamp() * 1000)
-        while int(time.time() * 1000) <= boundary_ms:  # leader timestamps have ms resolution
+        # Every old record was stamped at or before the millisecond its ack came back in, so
+        # the first millisecond after it is a boundary the old ones are all below; the new
+        # ones are published only once the clock has reached it (ms resolution).
+        acked_ms = int(time.time() * 1000)
+        boundary = dt.datetime.fromtimestamp((acked_ms + 1) / 1000, dt.UTC)
+        while int(time.time() * 1000) <= acked_ms:
             pass
         for i in range(5):
             await client.publish(stream_name, f"new-{i}")
