@@ -12,6 +12,7 @@ from pathlib import Path
 
 from liftlog.bench.errors import BenchError
 from liftlog.bench.settings import SUBSCRIBER_IDLE_S, SUBSCRIBER_READY_TIMEOUT_S
+from liftlog.embedded.parent_death import dying_with_parent
 
 SCRIPT = Path(__file__).with_name("bare_subscriber.py")
 REAP_TIMEOUT_S = 5.0
@@ -56,14 +57,10 @@ async def bare_subscriber(
     """Start the subscriber, wait until it is subscribed, and kill it (by PID) on exit."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
+        # spawned by the loop's thread, which lives as long as the benchmark
+        argv = [sys.executable, str(SCRIPT), nats_url, subject, str(count)]
         process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(SCRIPT),
-            nats_url,
-            subject,
-            str(count),
-            str(SUBSCRIBER_IDLE_S),
-            str(timeout_s),
+            *dying_with_parent([*argv, str(SUBSCRIBER_IDLE_S), str(timeout_s)]),
             stdout=asyncio.subprocess.PIPE,
             stderr=log,
         )

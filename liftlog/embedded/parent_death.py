@@ -13,23 +13,32 @@ to lose the session's Python data sources.
 
 The kernel ties the signal to the *thread* that forked the child, not to the process: a child
 spawned from a short-lived worker thread (``asyncio.to_thread``) would be killed when that
-thread ends. So every spawn goes through one spawner thread that lives as long as the process.
+thread ends. So every spawn goes through one spawner thread that lives as long as the process:
+a daemon thread, because the interpreter joins (ends) executor and other non-daemon threads at
+shutdown before ``atexit`` hooks run, which would kill the children before anything could stop
+them in order.
 """
 
 from __future__ import annotations
 
+import errno
+import queue
 import shutil
 import subprocess
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 PARENT_DEATH_SIGNAL = "KILL"
+# What Popen raises for a command that cannot start; the spawner must outlive all of them.
+POPEN_ERRORS = (OSError, ValueError, TypeError, subprocess.SubprocessError)
 SETPRIV = shutil.which("setpriv")
 
+_SpawnRequest = tuple[list[str], dict[str, Any], "Future[subprocess.Popen[bytes]]"]
+_requests: queue.Queue[_SpawnRequest] = queue.Queue()
 _spawner_lock = threading.Lock()
-_spawner: ThreadPoolExecutor | None = None
+_spawner: threading.Thread | None = None
 
 
 def dying_with_parent(argv: Sequence[str]) -> list[str]:
@@ -37,18 +46,32 @@ def dying_with_parent(argv: Sequence[str]) -> list[str]:
     ``setpriv`` is missing: then only the ``atexit`` hook and explicit stops remain)."""
     if SETPRIV is None:
         return list(argv)
-    return [SETPRIV, f"--pdeathsig={PARENT_DEATH_SIGNAL}", "--", *argv]
+    program = shutil.which(argv[0])
+    if program is None:  # said here, not by setpriv after the start looked successful
+        raise FileNotFoundError(errno.ENOENT, "no such program", argv[0])
+    return [SETPRIV, f"--pdeathsig={PARENT_DEATH_SIGNAL}", "--", program, *argv[1:]]
 
 
-def _spawner_thread() -> ThreadPoolExecutor:
+def _serve_spawns() -> None:
+    while True:
+        argv, kwargs, result = _requests.get()
+        try:
+            result.set_result(subprocess.Popen(argv, **kwargs))
+        except POPEN_ERRORS as exc:  # handed to the caller, who raises it
+            result.set_exception(exc)
+
+
+def _ensure_spawner() -> None:
     global _spawner
     with _spawner_lock:
         if _spawner is None:
-            _spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="liftlog-spawner")
-        return _spawner
+            _spawner = threading.Thread(target=_serve_spawns, name="liftlog-spawner", daemon=True)
+            _spawner.start()
 
 
 def popen_dying_with_parent(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
     """``subprocess.Popen`` whose child is SIGKILLed by the kernel when this process dies."""
-    future = _spawner_thread().submit(subprocess.Popen, dying_with_parent(argv), **kwargs)
-    return future.result()
+    _ensure_spawner()
+    result: Future[subprocess.Popen[bytes]] = Future()
+    _requests.put((dying_with_parent(argv), kwargs, result))
+    return result.result()
