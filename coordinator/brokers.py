@@ -36,9 +36,9 @@ def broker_info_for(config: NodeConfig, started_at_ms: int | None = None) -> Bro
     """The registration a node advertises, built from its config."""
     return BrokerInfo(
         broker_id=config.broker_id,
-        host=config.api_host,
-        api_url=config.api_url,
-        nats_url=config.nats_url,
+        host=config.advertised_api_host,
+        api_url=config.advertised_api_url,
+        nats_url=config.advertised_nats_url,
         started_at_ms=started_at_ms if started_at_ms is not None else int(time.time() * 1000),
     )
 

@@ -44,20 +44,34 @@ from coordinator.controller_events import (
     Event,
     EventQueue,
     Notice,
+    PreferredElection,
     Request,
     Rescan,
     UncleanElection,
 )
+from coordinator.controller_preferred import elect_preferred_in_stream, rebalance_leaders
+from coordinator.controller_reassignment import advance_all
 from coordinator.errors import (
     ControllerMovedError,
     CoordinatorError,
     NotControllerError,
     ZkUnavailableError,
 )
+from coordinator.preferred_leader import PreferredOutcome
 from coordinator.stream_watch import StreamWatch
 from coordinator.streams import StreamStore
 from coordinator.zk import SessionState, WatchHandle, ZkSession
-from coordinator.znodes import BROKER_IDS_PATH, CONTROLLER_PATH, PartitionState
+from coordinator.znodes import (
+    BROKER_IDS_PATH,
+    CONTROLLER_PATH,
+    REASSIGNMENTS_PATH,
+    PartitionState,
+)
+from spark_log.config import (
+    DEFAULT_AUTO_LEADER_REBALANCE_ENABLE,
+    DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_S,
+    DEFAULT_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE,
+)
 from spark_log.errors import LiftlogError, RequestTimeoutError
 
 log = logging.getLogger("liftlog.controller")
@@ -82,6 +96,17 @@ class BrokerView:
         return BrokerView(self.live - brokers, self.shutting_down - brokers)
 
 
+@dataclass(frozen=True)
+class RebalanceSettings:
+    """Kafka's ``auto.leader.rebalance.enable``, ``leader.imbalance.check.interval.seconds``
+    and ``leader.imbalance.per.broker.percentage``: every interval, the controller moves
+    leadership back to preferred replicas of any broker leading less than it should."""
+
+    enabled: bool = DEFAULT_AUTO_LEADER_REBALANCE_ENABLE
+    check_interval_s: float = DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_S
+    imbalance_percentage: float = DEFAULT_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE
+
+
 class Controller:
     """Campaigns for the controller seat and, while holding it, keeps partitions led.
 
@@ -96,6 +121,7 @@ class Controller:
         *,
         max_requests: int = DEFAULT_CONTROLLER_MAX_REQUESTS,
         request_timeout_s: float = DEFAULT_CONTROLLER_REQUEST_TIMEOUT_S,
+        rebalance: RebalanceSettings | None = None,
     ) -> None:
         self._session = session
         self._broker_id = broker_id
@@ -109,10 +135,13 @@ class Controller:
         self._seat_watch: WatchHandle | None = None
         self._broker_watch: WatchHandle | None = None
         self._stream_watch: StreamWatch | None = None
+        self._reassignment_watch: WatchHandle | None = None
         self._needs_full_scan = False
         self._broker_epochs: dict[int, int] = {}
         self._offline: set[PartitionKey] = set()
         self._in_flight: Request | None = None
+        self._rebalance = rebalance or RebalanceSettings()
+        self._rebalance_timer: asyncio.TimerHandle | None = None
 
     # -- public ----------------------------------------------------------------------------
 
@@ -141,11 +170,14 @@ class Controller:
         self._seat_watch = await asyncio.to_thread(
             self._session.watch_data, CONTROLLER_PATH, self._on_seat_changed
         )
+        self._schedule_rebalance_check()
 
     async def stop(self) -> None:
         """Stop acting and hand the seat over at once (the others need not wait for expiry)."""
         self._stopping = True
         self._session.remove_state_listener(self._on_session_state)
+        if self._rebalance_timer is not None:
+            self._rebalance_timer.cancel()
         if self._seat_watch is not None:
             self._seat_watch.cancel()
         if self._task is not None:
@@ -177,6 +209,14 @@ class Controller:
         reply: asyncio.Future[PartitionState] = self._require_loop().create_future()
         return await self._request(UncleanElection(stream, partition, broker_id, reply), reply)
 
+    async def elect_preferred(
+        self, stream: str, partition: int | None = None
+    ) -> tuple[PreferredOutcome, ...]:
+        """Move leadership of ``stream``'s partitions (all, or ``partition``) back to their
+        preferred replica wherever it is live and in sync; each partition's outcome."""
+        reply: asyncio.Future[tuple[PreferredOutcome, ...]] = self._require_loop().create_future()
+        return await self._request(PreferredElection(stream, partition, reply), reply)
+
     async def rescan(self) -> ScanResult:
         """Apply the leader rules to every partition now (after a manual fix, or to be sure)."""
         reply: asyncio.Future[ScanResult] = self._require_loop().create_future()
@@ -193,11 +233,28 @@ class Controller:
     def _on_streams_changed(self) -> None:
         self._hop(Notice.STREAMS_CHANGED)
 
+    def _on_reassignments_changed(self, _children: list[str]) -> None:
+        self._hop(Notice.REASSIGNMENTS_CHANGED)
+
     def _on_session_state(self, state: SessionState) -> None:
         if state == "lost":
             self._hop(Notice.SESSION_LOST)
         elif state == "connected":
             self._hop(Notice.SESSION_CONNECTED)
+
+    def _schedule_rebalance_check(self) -> None:
+        """Queue the leader-imbalance check every interval (on every node: only the
+        controller acts on it), if the automatic rebalance is enabled."""
+        loop = self._loop
+        if not self._rebalance.enabled or self._stopping or loop is None or loop.is_closed():
+            return
+        self._rebalance_timer = loop.call_later(
+            self._rebalance.check_interval_s, self._on_rebalance_timer
+        )
+
+    def _on_rebalance_timer(self) -> None:
+        self._hop(Notice.LEADER_IMBALANCE_CHECK)
+        self._schedule_rebalance_check()
 
     def _hop(self, notice: Notice) -> None:
         loop, events = self._loop, self._events
@@ -247,7 +304,13 @@ class Controller:
         elif notice is Notice.BROKERS_CHANGED and self._fence is not None:
             await self._apply_broker_change()
         elif notice is Notice.STREAMS_CHANGED and self._fence is not None:
-            await self._scan(await self._broker_view())
+            view = await self._broker_view()
+            await self._scan(view)
+            await self._advance_reassignments(view)
+        elif notice is Notice.REASSIGNMENTS_CHANGED and self._fence is not None:
+            await self._advance_reassignments(await self._broker_view())
+        elif notice is Notice.LEADER_IMBALANCE_CHECK and self._fence is not None:
+            await self._rebalance_leaders()
 
     async def _handle_request(self, request: Request) -> None:
         try:
@@ -268,6 +331,8 @@ class Controller:
             return await self._controlled_shutdown(request.broker_id)
         if isinstance(request, UncleanElection):
             return await self._unclean_election(request)
+        if isinstance(request, PreferredElection):
+            return await self._preferred_election(request)
         return await self._scan(await self._broker_view())
 
     # -- seat ------------------------------------------------------------------------------
@@ -308,6 +373,11 @@ class Controller:
         if self._stream_watch is None:
             store = StreamStore(self._session)
             self._stream_watch = await asyncio.to_thread(store.watch, self._on_streams_changed)
+        if self._reassignment_watch is None:
+            await asyncio.to_thread(self._session.ensure_path, REASSIGNMENTS_PATH)
+            self._reassignment_watch = await asyncio.to_thread(
+                self._session.watch_children, REASSIGNMENTS_PATH, self._on_reassignments_changed
+            )
         if self._needs_full_scan:
             await self._apply_broker_change()
             self._needs_full_scan = False
@@ -315,10 +385,10 @@ class Controller:
     async def _resign(self, reason: str, *, release: bool) -> None:
         """Stop acting at once; with ``release``, also free the seat if it is still ours."""
         fence, self._fence = self._fence, None
-        for handle in (self._broker_watch, self._stream_watch):
+        for handle in (self._broker_watch, self._stream_watch, self._reassignment_watch):
             if handle is not None:
                 handle.cancel()
-        self._broker_watch = self._stream_watch = None
+        self._broker_watch = self._stream_watch = self._reassignment_watch = None
         if fence is None:
             return
         log.warning(
@@ -350,6 +420,7 @@ class Controller:
             await self._scan(view.without(bounced))
         await self._scan(view)
         self._broker_epochs = epochs
+        await self._advance_reassignments(view)
 
     async def _scan(self, view: BrokerView) -> ScanResult:
         fence = self._require_fence()
@@ -414,6 +485,69 @@ class Controller:
             )
             self._report(fence, ScanResult((), {(request.stream, request.partition): state}, False))
         return state
+
+    async def _preferred_election(self, request: PreferredElection) -> tuple[PreferredOutcome, ...]:
+        fence = self._require_fence()
+        view = await self._broker_view()
+        outcomes, changes = await asyncio.to_thread(
+            elect_preferred_in_stream,
+            self._session,
+            fence,
+            request.stream,
+            request.partition,
+            view.live,
+            view.shutting_down,
+        )
+        for outcome in outcomes:
+            if outcome.reason is not None:
+                log.info(
+                    "preferred leader election of %s/%d not possible: %s",
+                    request.stream,
+                    outcome.partition,
+                    outcome.reason,
+                )
+        states = {(request.stream, o.partition): o.state for o in outcomes}
+        self._report(fence, ScanResult(changes, states, False))
+        return outcomes
+
+    async def _rebalance_leaders(self) -> None:
+        """The periodic check: brokers over the imbalance threshold lead again."""
+        fence = self._require_fence()
+        view = await self._broker_view()
+        result = await asyncio.to_thread(
+            rebalance_leaders,
+            self._session,
+            fence,
+            view.live,
+            view.shutting_down,
+            self._rebalance.imbalance_percentage,
+        )
+        if result.changes:
+            log.info(
+                "auto leader rebalance: %d partition(s) moved back to their preferred replica",
+                len(result.changes),
+            )
+        self._report(fence, result)
+
+    async def _advance_reassignments(self, view: BrokerView) -> None:
+        """Take every pending reassignment as far as it can go now (resumed after failover:
+        the first full scan of a new controller comes here too)."""
+        fence = self._require_fence()
+        done = await asyncio.to_thread(
+            advance_all, self._session, fence, view.live, view.shutting_down
+        )
+        for change in done.changes:
+            _log_reassignment_step(change, fence)
+        for item in done.finished:
+            log.info(
+                "reassignment of %s/%d complete: replicas %s (were %s)",
+                item.stream,
+                item.partition,
+                list(item.target_replicas),
+                list(item.original_replicas),
+            )
+        if done.retry:
+            self._retry_later(Notice.REASSIGNMENTS_CHANGED)
 
     async def _broker_view(self) -> BrokerView:
         return await self._view_of(await asyncio.to_thread(live_broker_epochs, self._session))
@@ -520,6 +654,24 @@ def _log_change(change: PartitionChange, fence: ControllerFence) -> None:
             after.leader_epoch,
             fence.controller_epoch,
         )
+
+
+def _log_reassignment_step(change: PartitionChange, fence: ControllerFence) -> None:
+    before, after = change.before, change.after
+    log.info(
+        "partition %s/%d reassignment step: replicas %s -> %s, leader %d -> %d, isr %s -> %s, "
+        "leader_epoch %d, controller_epoch %d",
+        change.stream,
+        change.partition,
+        list(before.replicas),
+        list(after.replicas),
+        before.leader,
+        after.leader,
+        list(before.isr),
+        list(after.isr),
+        after.leader_epoch,
+        fence.controller_epoch,
+    )
 
 
 def _log_broker_change(

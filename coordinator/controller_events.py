@@ -7,8 +7,8 @@ controlled shutdown over the same partition state.
 Notices ("something changed, re-read") come from ZooKeeper watches. They are level-triggered,
 so a notice already waiting in the queue absorbs the same notice again: the queue holds at most
 one of each kind, however fast watches fire. Requests (controlled shutdown, unclean election,
-rescan) carry a future for the answer; at most ``max_requests`` wait at once, beyond that a
-request is refused (ControllerBusyError) rather than queued without bound.
+preferred election, rescan) carry a future for the answer; at most ``max_requests`` wait at
+once, beyond that a request is refused (ControllerBusyError) rather than queued without bound.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from coordinator.controller_actions import ScanResult
 from coordinator.errors import ControllerBusyError
+from coordinator.preferred_leader import PreferredOutcome
 from coordinator.znodes import PartitionState
 
 DEFAULT_CONTROLLER_MAX_REQUESTS = 64
@@ -32,6 +33,8 @@ class Notice(enum.Enum):
     STREAMS_CHANGED = "streams_changed"  # a stream or a partition state changed
     SESSION_LOST = "session_lost"  # the session expired: the seat (if any) is gone
     SESSION_CONNECTED = "session_connected"  # (re)connected: check the seat, re-scan
+    LEADER_IMBALANCE_CHECK = "leader_imbalance_check"  # the periodic auto leader rebalance
+    REASSIGNMENTS_CHANGED = "reassignments_changed"  # /v1/reassignments children changed
 
 
 @dataclass
@@ -53,13 +56,23 @@ class UncleanElection:
 
 
 @dataclass
+class PreferredElection:
+    """Move leadership back to the preferred replica of one stream's partitions (all, or
+    ``partition``); answers each partition's outcome."""
+
+    stream: str
+    partition: int | None
+    reply: asyncio.Future[tuple[PreferredOutcome, ...]]
+
+
+@dataclass
 class Rescan:
     """Re-apply the leader rules to every partition now; answers the scan's result."""
 
     reply: asyncio.Future[ScanResult]
 
 
-Request = ControlledShutdown | UncleanElection | Rescan
+Request = ControlledShutdown | UncleanElection | PreferredElection | Rescan
 Event = Notice | Request
 
 

@@ -123,3 +123,9 @@ class InvalidIsrError(InvalidRequestError):
     """A leader's ISR change is malformed: not within the replicas, or without the leader."""
 
     code = "invalid_isr"
+
+
+class ReassignmentInProgressError(InvalidRequestError):
+    """A partition already has a pending reassignment; wait for it (or cancel it) first."""
+
+    code = "reassignment_in_progress"

@@ -33,6 +33,10 @@ CONTROLLER_PATH = f"{V1}/controller"
 CONTROLLER_EPOCH_PATH = f"{V1}/controller_epoch"
 # Which lake the cluster exports to (persistent): every node's lake must carry this id.
 LAKE_PATH = f"{V1}/lake"
+# Pending partition reassignments (persistent): one znode per partition, ``<stream>~<p>``
+# ('~' never occurs in a stream name), deleted by the controller when the move completes.
+REASSIGNMENTS_PATH = f"{V1}/reassignments"
+REASSIGNMENT_SEPARATOR = "~"
 
 T = TypeVar("T")
 
@@ -43,6 +47,10 @@ def broker_path(broker_id: int) -> str:
 
 def shutdown_notice_path(broker_id: int) -> str:
     return f"{SHUTTING_DOWN_PATH}/{broker_id}"
+
+
+def reassignment_path(name: str, partition: int) -> str:
+    return f"{REASSIGNMENTS_PATH}/{name}{REASSIGNMENT_SEPARATOR}{partition}"
 
 
 def stream_path(name: str) -> str:
@@ -117,6 +125,37 @@ class ShutdownNotice:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ShutdownNotice:
         return _from_versioned(cls, data, "shutdown notice")
+
+
+@dataclass(frozen=True)
+class PartitionReassignment:
+    """A pending move of one partition's replicas (Kafka's ``/admin/reassign_partitions``,
+    one znode per partition so reassignments start and finish independently).
+
+    ``target_replicas`` is the assignment wanted, in order (its first is the new preferred
+    leader); ``original_replicas`` is the assignment when it was submitted (for the record and
+    for a cancel). The controller resumes it from this znode after a failover.
+    """
+
+    stream: str
+    partition: int
+    target_replicas: tuple[int, ...]
+    original_replicas: tuple[int, ...]
+    submitted_at_ms: int
+
+    def __post_init__(self) -> None:
+        targets = self.target_replicas
+        if not targets or len(set(targets)) != len(targets) or min(targets) < 0:
+            raise ZNodeFormatError(
+                f"target replicas {list(targets)} must be distinct broker ids, non-empty"
+            )
+
+    def to_json(self) -> dict[str, Any]:
+        return _versioned(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PartitionReassignment:
+        return _from_versioned(cls, data, "partition reassignment")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from datasource.splitting import Segment, split, task_size
 from datasource.stream_view import StreamView, describe
 from datasource.tasks import ReadSettings, ReadTask
 from datasource.timestamps import resolve_offset
+from spark_log.lake.storage import LakeStorage
 from spark_log.rest import RestClient
 
 
@@ -34,7 +35,11 @@ def plan_batch(opts: BatchOptions, pruning: Pruning | None = None) -> ReadPlan:
     rest = RestClient(opts.servers)
     view = describe(rest, opts.stream)
     lake_uri = opts.lake_uri or view.lake_uri
-    lake = load_lake_view(lake_uri, opts.stream, view.partition_count) if lake_uri else None
+    lake = (
+        load_lake_view(lake_uri, opts.stream, view.partition_count, lake_storage(opts, lake_uri))
+        if lake_uri
+        else None
+    )
     segments: list[Segment] = []
     for p in selected_partitions(opts, view):
         if not pruning.allows_partition(p):
@@ -57,7 +62,13 @@ def read_settings(opts: SourceOptions, lake_uri: str | None, pruning: Pruning) -
         fail_on_data_loss=opts.fail_on_data_loss,
         lake_uri=lake_uri,
         rows=pruning.rows,
+        lake_options=opts.lake_options,
     )
+
+
+def lake_storage(opts: SourceOptions, lake_uri: str) -> LakeStorage:
+    """The lake as this read reaches it: its URI with the ``lake.<NAME>`` options."""
+    return LakeStorage(lake_uri, dict(opts.lake_options))
 
 
 def selected_partitions(opts: SourceOptions, view: StreamView) -> list[int]:

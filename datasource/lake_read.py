@@ -18,7 +18,9 @@ import pyarrow.parquet as pq
 from datasource.errors import LakeReadError
 from datasource.row_filter import RowFilter
 from datasource.schema import SOURCE_COLUMNS
+from spark_log.errors import LakeError
 from spark_log.lake.layout import FILE_SCHEMA, to_micros
+from spark_log.lake.storage import LakeStorage
 
 DEFAULT_BATCH_ROWS = 65_536
 """Rows per Arrow batch handed to Spark. Measured on 10M rows (bench/spark_read.py setup):
@@ -33,8 +35,10 @@ def read_lake(
     rows: RowFilter | None = None,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     columns: list[str] | None = None,
+    storage: LakeStorage | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Rows with ``start <= offset < end`` of ``paths`` (``columns``, default SOURCE_COLUMNS).
+    """Rows with ``start <= offset < end`` of ``paths`` (``columns``, default SOURCE_COLUMNS),
+    opened through ``storage`` (the lake's store options; None: pyarrow's defaults).
 
     Row groups are chosen by their offset (and timestamp) statistics: those outside the range
     are never read, those wholly inside are passed on as decoded (no filter, no copy), and only
@@ -43,13 +47,13 @@ def read_lake(
     """
     for path in paths:
         try:
-            yield from _read_file(path, start, end, rows, batch_rows, columns)
+            yield from _read_file(path, start, end, rows, batch_rows, columns, storage)
         except FileNotFoundError as exc:
             raise LakeReadError(
                 f"lake file {path} is gone ({exc}); a compaction and vacuum replaced it since "
                 "the query was planned: run the query again"
             ) from exc
-        except (OSError, pa.ArrowException) as exc:
+        except (OSError, pa.ArrowException, LakeError) as exc:
             raise LakeReadError(f"cannot read lake file {path}: {exc}") from exc
 
 
@@ -60,8 +64,9 @@ def _read_file(
     rows: RowFilter | None,
     batch_rows: int,
     columns: list[str] | None,
+    storage: LakeStorage | None,
 ) -> Iterator[pa.RecordBatch]:
-    parquet = pq.ParquetFile(_open(path))
+    parquet = pq.ParquetFile(_open(path, storage))
     whole, cut = _row_groups(parquet.metadata, start, end, rows)
     for groups, bounded in ((whole, False), (cut, True)):
         if not groups:
@@ -118,26 +123,44 @@ def _min_max_us(group: pq.RowGroupMetaData, column: int | None) -> tuple[int | N
     return to_micros(lo), to_micros(hi)
 
 
-def _open(path: str) -> Any:
-    """A local path as is; a URI (s3://, gs://, ...) through pyarrow's filesystems."""
+def _open(path: str, storage: LakeStorage | None) -> Any:
+    """A local path as is; a URI (s3://, gs://, ...) through the lake's filesystem."""
     if "://" not in path:
         return path
-    filesystem, inner = pafs.FileSystem.from_uri(path)
+    filesystem, inner = _filesystem(path, storage)
     return filesystem.open_input_file(inner)
 
 
-def lake_offset_for_timestamp(paths: list[str], timestamp_us: int, below: int) -> int | None:
+def _filesystem(path: str, storage: LakeStorage | None) -> tuple[pafs.FileSystem, str]:
+    """``storage`` knows the lake's endpoint and credentials; without it, pyarrow's defaults."""
+    if storage is not None:
+        return storage.filesystem_for(path)
+    return pafs.FileSystem.from_uri(path)
+
+
+def lake_offset_for_timestamp(
+    paths: list[str], timestamp_us: int, below: int, storage: LakeStorage | None = None
+) -> int | None:
     """The smallest offset below ``below`` in ``paths`` whose timestamp is >= ``timestamp_us``."""
     condition = (ds.field("timestamp") >= pa.scalar(timestamp_us, pa.timestamp("us", tz="UTC"))) & (
         ds.field("offset") < below
     )
     best: int | None = None
     try:
-        dataset = ds.dataset(paths, schema=FILE_SCHEMA, format="parquet")
+        dataset = _dataset(paths, storage)
         for batch in dataset.scanner(columns=["offset"], filter=condition).to_batches():
             if batch.num_rows:
                 low = pc.min(batch.column(0)).as_py()
                 best = low if best is None else min(best, low)
-    except (OSError, pa.ArrowException) as exc:
+    except (OSError, pa.ArrowException, LakeError) as exc:
         raise LakeReadError(f"cannot search lake files by timestamp: {exc}") from exc
     return best
+
+
+def _dataset(paths: list[str], storage: LakeStorage | None) -> ds.Dataset:
+    """The files as one dataset; URIs through the lake's filesystem (one store per lake)."""
+    if storage is None or not paths or "://" not in paths[0]:
+        return ds.dataset(paths, schema=FILE_SCHEMA, format="parquet")
+    located = [storage.filesystem_for(p) for p in paths]
+    inner = [path for _fs, path in located]
+    return ds.dataset(inner, schema=FILE_SCHEMA, format="parquet", filesystem=located[0][0])

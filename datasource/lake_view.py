@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from datasource.errors import LakeReadError
 from spark_log.lake.layout import app_id, file_location, to_micros
+from spark_log.lake.storage import LakeStorage
 
 _MAX_OFFSET = 2**63 - 1
 _UNSUPPORTED_READER_FEATURES = frozenset({"deletionVectors", "columnMapping"})
@@ -49,6 +50,8 @@ class LakeView:
     """Per partition: the first offset not in the lake (0 when never exported)."""
     files: dict[int, tuple[LakeFile, ...]]
     """Per partition, sorted by first offset."""
+    storage: LakeStorage | None = None
+    """How to open the files (the store's options; None: pyarrow's defaults)."""
 
     def lake_offset(self, partition: int) -> int:
         return self.lake_offsets.get(partition, 0)
@@ -62,15 +65,19 @@ class LakeView:
         return min(f.min_offset for f in files) if files else None
 
 
-def load_lake_view(uri: str, stream: str, partitions: int) -> LakeView | None:
-    """The table's latest version; None when no table exists yet (nothing exported)."""
+def load_lake_view(
+    uri: str, stream: str, partitions: int, storage: LakeStorage | None = None
+) -> LakeView | None:
+    """The table's latest version; None when no table exists yet (nothing exported).
+    ``storage``: the lake's store options (an ``s3://`` lake's endpoint and credentials)."""
     from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError, TableNotFoundError
 
     try:
-        if not DeltaTable.is_deltatable(uri):
+        options = (storage or LakeStorage(uri)).at(uri).delta_options()
+        if not DeltaTable.is_deltatable(uri, options):
             return None
-        table = DeltaTable(uri)
+        table = DeltaTable(uri, storage_options=options)
         _check_protocol(table, uri)
         actions = pa.table(table.get_add_actions(flatten=True))
         offsets = {p: table.transaction_version(app_id(stream, p)) or 0 for p in range(partitions)}
@@ -79,7 +86,7 @@ def load_lake_view(uri: str, stream: str, partitions: int) -> LakeView | None:
         return None
     except (DeltaError, OSError, ValueError, pa.ArrowException) as exc:
         raise LakeReadError(f"cannot read the lake table {uri} of {stream}: {exc}") from exc
-    return LakeView(uri, version, offsets, _files_by_partition(uri, actions))
+    return LakeView(uri, version, offsets, _files_by_partition(uri, actions), storage)
 
 
 def _check_protocol(table: Any, uri: str) -> None:

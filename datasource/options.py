@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from datasource.durations import parse_duration_s
 from datasource.errors import InvalidOptionError
 from datasource.offsets import EARLIEST, LATEST, OffsetSpec, parse_offset_spec
-from spark_log.errors import InvalidRequestError
+from spark_log.errors import ConfigError, InvalidRequestError
 from spark_log.rest import parse_servers
+from spark_log.storage_options import checked_storage_options
 
 DEFAULT_MAX_RECORDS_PER_PARTITION = 5_000_000
 """Records one Spark task reads at most (Kafka's ``maxRecordsPerPartition``, which Kafka leaves
@@ -27,6 +28,10 @@ DEFAULT_MAX_TRIGGER_DELAY = "15m"
 """Kafka's default for ``maxTriggerDelay``."""
 DEFAULT_ACK_TIMEOUT_S = 30.0
 
+LAKE_OPTION_PREFIX = "lake."
+"""``.option("lake.AWS_ACCESS_KEY_ID", ...)``: the lake's object-store options (Kafka's
+``kafka.`` prefix idea), names from ``spark_log.storage_options``. They reach the planner and
+the tasks only, never the nodes; absent ones come from the standard AWS environment."""
 SPARK_PROVIDED = frozenset({"path", "checkpointLocation"})
 """Names Spark itself may add to the options (``load(path)``, a streaming sink's checkpoint)."""
 _SOURCE_NAMES = frozenset(
@@ -57,6 +62,8 @@ class SourceOptions:
     servers: str
     stream: str
     lake_uri: str | None
+    lake_options: tuple[tuple[str, str], ...]
+    """``lake.<NAME>`` options, as (lower-case name, value) pairs."""
     include_headers: bool
     fail_on_data_loss: bool
     partitions: tuple[int, ...] | None
@@ -153,6 +160,8 @@ def _lowered(options: Mapping[str, str], allowed: frozenset[str], where: str) ->
     are an error that lists the valid ones."""
     opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
     known = {name.lower() for name in allowed | SPARK_PROVIDED}
+    if "lakeuri" in known:
+        known |= {k for k in opts if k.startswith(LAKE_OPTION_PREFIX)}
     unknown = sorted(set(opts) - known)
     if unknown:
         raise InvalidOptionError(
@@ -168,6 +177,7 @@ def _source_fields(opts: dict[str, str], default_start: int) -> dict[str, object
         "servers": _servers(opts),
         "stream": stream,
         "lake_uri": opts.get("lakeuri") or None,
+        "lake_options": _lake_options(opts),
         "include_headers": _bool(opts, "includeheaders", "includeHeaders", False),
         "fail_on_data_loss": _bool(opts, "failondataloss", "failOnDataLoss", True),
         "partitions": _partitions(opts.get("partitions")),
@@ -183,6 +193,18 @@ def _source_fields(opts: dict[str, str], default_start: int) -> dict[str, object
             opts, "startingtimestamp", "startingTimestamp", minimum=0
         ),
     }
+
+
+def _lake_options(opts: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """The ``lake.<NAME>`` options; an unsupported NAME is an error naming it."""
+    prefixed = {
+        k[len(LAKE_OPTION_PREFIX) :]: v for k, v in opts.items() if k.startswith(LAKE_OPTION_PREFIX)
+    }
+    try:
+        checked = checked_storage_options(prefixed, "lake")
+    except ConfigError as exc:
+        raise InvalidOptionError(f"reader option: {exc.message}") from exc
+    return tuple(sorted(checked.items()))
 
 
 def _servers(opts: dict[str, str]) -> str:

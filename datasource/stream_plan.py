@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from datasource.batch_plan import read_settings, selected_partitions
+from datasource.batch_plan import lake_storage, read_settings, selected_partitions
 from datasource.bounds import partition_bounds, readable_segments
 from datasource.errors import DataLossError
 from datasource.lake_view import LakeView, load_lake_view
@@ -98,7 +98,7 @@ def _lake_for_start(opts: StreamOptions, view: StreamView) -> LakeView | None:
     values = {opts.starting.default, *opts.starting.per_partition.values()}
     if uri is None or (opts.starting_timestamp_ms is None and EARLIEST not in values):
         return None
-    return load_lake_view(uri, opts.stream, view.partition_count)
+    return load_lake_view(uri, opts.stream, view.partition_count, lake_storage(opts, uri))
 
 
 def _lake_for_batch(
@@ -110,7 +110,7 @@ def _lake_for_batch(
         return None
     if all(_log_has(view.partition(p), s) for p, (s, _e) in wanted.items()):
         return None
-    return load_lake_view(uri, opts.stream, view.partition_count)
+    return load_lake_view(uri, opts.stream, view.partition_count, lake_storage(opts, uri))
 
 
 def _log_has(part: PartitionView, start: int) -> bool:

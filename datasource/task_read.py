@@ -29,7 +29,14 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
     settings = task.settings
     if task.source == LAKE:
         columns = source_columns(settings.include_headers)
-        source = read_lake(task.files, task.start, task.end, settings.rows, columns=columns)
+        source = read_lake(
+            task.files,
+            task.start,
+            task.end,
+            settings.rows,
+            columns=columns,
+            storage=settings.lake_storage,
+        )
         yield from output_batches(source, settings, task.partition)
     else:
         yield from tail_output(_tail_rows(settings, task), settings, task.partition)
@@ -97,7 +104,9 @@ def _below_log_start(
     tail continues."""
     lake_end = offset
     if settings.lake_uri is not None:
-        lake = load_lake_view(settings.lake_uri, settings.stream, task.partition + 1)
+        lake = load_lake_view(
+            settings.lake_uri, settings.stream, task.partition + 1, settings.lake_storage
+        )
         if lake is not None:
             lake_end = min(task.end, lake.lake_offset(task.partition))
             if lake_end > offset:
@@ -110,6 +119,7 @@ def _below_log_start(
                     lake_end,
                     settings.rows,
                     columns=source_columns(settings.include_headers),
+                    storage=lake.storage,
                 )
                 return lake_end
     view = describe(RestClient(settings.servers), settings.stream).partition(task.partition)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pyspark.sql.datasource import InputPartition
 
 from datasource.row_filter import RowFilter
+from spark_log.lake.storage import LakeStorage
 
 LAKE = "lake"
 TAIL = "tail"
@@ -30,6 +31,15 @@ class ReadSettings:
     lake_uri: str | None
     """The Delta table as the executors see it (None: no lake)."""
     rows: RowFilter = field(default_factory=RowFilter)
+    lake_options: tuple[tuple[str, str], ...] = ()
+    """The lake's object-store options (``lake.<NAME>`` reader options)."""
+
+    @property
+    def lake_storage(self) -> LakeStorage | None:
+        """How the executors reach the lake's files (None: no lake)."""
+        if self.lake_uri is None:
+            return None
+        return LakeStorage(self.lake_uri, dict(self.lake_options))
 
 
 @dataclass

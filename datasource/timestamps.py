@@ -55,7 +55,9 @@ def offset_for_timestamp(
     ]
     if not files:
         return found
-    in_lake = lake_offset_for_timestamp(files, timestamp_ms * MICROS_PER_MILLI, bounds.log_start)
+    in_lake = lake_offset_for_timestamp(
+        files, timestamp_ms * MICROS_PER_MILLI, bounds.log_start, lake.storage
+    )
     return in_lake if in_lake is not None else found
 
 

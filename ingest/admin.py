@@ -34,6 +34,7 @@ from spark_log.errors import (
     UnavailableError,
 )
 from spark_log.lake import LakeTable, configured_table_uri
+from spark_log.lake.storage import LakeStorage, lake_storage
 from spark_log.log import RecoveryLoss
 from spark_log.rest import RestClient
 from spark_log.stream_spec import StreamSpec
@@ -79,15 +80,21 @@ async def describe_stream(node: NodeView, name: str) -> StreamDescription:
     ]
     uri = lake_table_uri(node, record)
     if uri is not None:
-        partitions = await _fill_lake_offsets_from_table(uri, name, partitions)
+        storage = lake_storage(node.config.lake)
+        partitions = await _fill_lake_offsets_from_table(uri, name, partitions, storage)
     return StreamDescription(
         **_flattened_spec(record.spec),
         spec=record.spec,
         partitions=tuple(partitions),
         paused=record.paused,
         created_at_ms=record.created_at_ms,
-        lake=_lake_ref(uri),
+        lake=_lake_ref(uri, _export_refusal(node)),
     )
+
+
+def _export_refusal(node: NodeView) -> str | None:
+    safety = node.replicas.lake_safety
+    return None if safety is None else safety.refusal
 
 
 def _flattened_spec(spec: StreamSpec) -> dict[str, Any]:
@@ -96,8 +103,8 @@ def _flattened_spec(spec: StreamSpec) -> dict[str, Any]:
     return {k: v for k, v in dataclasses.asdict(spec).items() if k != "partitions"}
 
 
-def _lake_ref(uri: str | None) -> LakeRef | None:
-    return None if uri is None else LakeRef(uri)
+def _lake_ref(uri: str | None, refused: str | None = None) -> LakeRef | None:
+    return None if uri is None else LakeRef(uri, refused)
 
 
 def lake_table_uri(node: NodeView, record: StreamRecord) -> str | None:
@@ -106,13 +113,13 @@ def lake_table_uri(node: NodeView, record: StreamRecord) -> str | None:
 
 
 async def _fill_lake_offsets_from_table(
-    uri: str, name: str, partitions: list[PartitionState]
+    uri: str, name: str, partitions: list[PartitionState], storage: LakeStorage
 ) -> list[PartitionState]:
     """Partitions whose leader could not say (offline, just elected, unreachable) get their
     lake offsets from the table itself, the source of truth (left null if it cannot be read)."""
     if all(p.lake_offset is not None for p in partitions):
         return partitions
-    table = LakeTable(uri, name)
+    table = LakeTable(uri, name, storage)
     try:
         offsets = await in_lake_thread(table.exported_offsets, len(partitions))
         firsts = await in_lake_thread(table.first_offsets, len(partitions))
@@ -191,7 +198,7 @@ async def flush_stream(node: NodeView, name: str) -> FlushResult:
         stream=name,
         flushed_partitions=tuple(r.partition for r in partitions),
         partitions=tuple(partitions),
-        lake=_lake_ref(lake_table_uri(node, record)),
+        lake=_lake_ref(lake_table_uri(node, record), _export_refusal(node)),
     )
 
 

@@ -38,6 +38,7 @@ from spark_log.errors import (
     StorageError,
 )
 from spark_log.lake import LakeCommitConflictError, LakeTable, read_range
+from spark_log.lake.storage import lake_storage
 from spark_log.log import PartitionLog
 
 log = logging.getLogger("liftlog.exporter")
@@ -112,7 +113,7 @@ class PartitionExporter:
         self._identity = identity
         self._target = target
         self._config = config
-        self._table = LakeTable(target.table_uri, target.stream)
+        self._table = LakeTable(target.table_uri, target.stream, lake_storage(config))
         self._cadence = ExportCadence(
             config.export_min_bytes, int(config.export_interval_s * 1000), tracked_from
         )

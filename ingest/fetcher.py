@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import nats.errors
 
+from ingest.replication_throttle import ReplicationThrottle
 from spark_log.errors import InvalidRequestError, LiftlogError
 from spark_log.log import PartitionLog
 from spark_log.replication import (
@@ -58,6 +59,11 @@ class FollowerReplica(Protocol):
 
     @property
     def log_write_in_progress(self) -> bool: ...
+
+    @property
+    def active_throttle(self) -> ReplicationThrottle | None:
+        """The reassignment throttle while this replica is being added and not in sync."""
+        ...
 
     async def truncate_to(self, offset: int) -> None: ...
 
@@ -161,11 +167,15 @@ class ReplicaFetcher:
 
     async def _fetch_once(self) -> bool:
         r = self._replica
+        throttle = r.active_throttle
+        max_bytes = (
+            FETCH_MAX_BYTES if throttle is None else throttle.max_fetch_bytes(FETCH_MAX_BYTES)
+        )
         req = FetchRequest(
             r.broker_id,
             self.leader_epoch,
             r.log.log_end_offset,
-            FETCH_MAX_BYTES,
+            max_bytes,
             FETCH_WAIT_MS,
         )
         subject = fetch_subject(self._cluster, r.stream_name, r.partition, self.leader_id)
@@ -190,4 +200,6 @@ class ReplicaFetcher:
         if msg.data:
             await r.append_replicated(msg.data)
         r.follow_high_watermark(meta.high_watermark)
+        if throttle is not None and msg.data:
+            await throttle.pace(len(msg.data))
         return True

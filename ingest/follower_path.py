@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from ingest.partition_state import Partition
+from ingest.replication_throttle import ReplicationThrottle
 from spark_log.log import PartitionLog, iter_batches
 
 
@@ -46,6 +47,8 @@ class FollowerPath:
         self._write_lock = write_lock
         self._fsync_always = fsync_always
         self._hooks = hooks
+        # Set by the replica manager while a pending reassignment adds this replica.
+        self.reassignment_throttle: ReplicationThrottle | None = None
 
     @property
     def broker_id(self) -> int:
@@ -74,6 +77,14 @@ class FollowerPath:
     @property
     def log_write_in_progress(self) -> bool:
         return self._write_lock.locked()
+
+    @property
+    def active_throttle(self) -> ReplicationThrottle | None:
+        """Throttled only until it joins the ISR: an in-sync replica must keep up (acks=all
+        waits for it)."""
+        if self.broker_id in self._partition.isr:
+            return None
+        return self.reassignment_throttle
 
     async def append_replicated(self, data: bytes) -> None:
         """Append the leader's batches as they are (CRC verified), durable per the policy."""

@@ -27,9 +27,11 @@ from coordinator.lake_record import claim_lake, confirm_file_written, lake_recor
 from coordinator.zk import ZkSession
 from coordinator.znodes import LAKE_PATH, LakeRecord
 from ingest.clock import SYSTEM_CLOCK, Clock
+from ingest.lake_safety import LakeSafety
 from spark_log.errors import LakeError
 from spark_log.lake.errors import LakeIdentityError, UnsupportedLakeSchemeError
 from spark_log.lake.identity import identity_path, read_lake_id, write_lake_id
+from spark_log.lake.storage import LakeStorage
 
 log = logging.getLogger("liftlog.lake")
 
@@ -45,11 +47,21 @@ class LakeIdentity:
     """Checks this node's lake against the cluster's record (thread-safe)."""
 
     def __init__(
-        self, session: ZkSession, lake_uri: str, broker_id: int, clock: Clock = SYSTEM_CLOCK
+        self,
+        session: ZkSession,
+        lake: str | LakeStorage,
+        broker_id: int,
+        clock: Clock = SYSTEM_CLOCK,
+        *,
+        safety: LakeSafety | None = None,
     ) -> None:
+        """``safety``: the store's commit-safety verdict, required first: a lake whose store
+        cannot make Delta commits atomic is not exported to, whoever's it is."""
         self._session = session
         self._clock = clock
-        self._uri = lake_uri
+        self._storage = LakeStorage(lake) if isinstance(lake, str) else lake
+        self._uri = self._storage.uri
+        self._safety = safety
         self._broker_id = broker_id
         self._lock = threading.Lock()
         self._record: LakeRecord | None = None  # once the claim is complete
@@ -61,6 +73,8 @@ class LakeIdentity:
         """Return if this node may export to its lake now; LakeIdentityError if it may not,
         LakeError while that cannot be told yet (lake or ZooKeeper unreachable, claim under
         way). The file is read on every call: storage can go away under a running node."""
+        if self._safety is not None:
+            self._safety.verify()
         with self._lock:
             if self._unchecked:
                 return
@@ -90,7 +104,7 @@ class LakeIdentity:
 
     def _check(self) -> None:
         record, version = self._current()
-        found = read_lake_id(self._uri)
+        found = read_lake_id(self._storage)
         if record.file_written:
             self._require(record, found)
             self._record = record
@@ -101,8 +115,8 @@ class LakeIdentity:
             self._require(record, found)
             return
         if found is None:
-            write_lake_id(self._uri, record.lake_id)
-            found = read_lake_id(self._uri)
+            write_lake_id(self._storage, record.lake_id)
+            found = read_lake_id(self._storage)
         self._require(record, found)
         self._record = confirm_file_written(self._session, record, version)
 
@@ -115,7 +129,7 @@ class LakeIdentity:
         deadline = time.monotonic() + CLAIM_WAIT_S
         while time.monotonic() < deadline:
             time.sleep(CLAIM_POLL_S)
-            found = read_lake_id(self._uri)
+            found = read_lake_id(self._storage)
             current = lake_record(self._session)
             record = current[0] if current is not None else record
             if found is not None or record.file_written:
@@ -136,7 +150,7 @@ class LakeIdentity:
 
     def _proposal(self) -> LakeRecord:
         return LakeRecord(
-            lake_id=read_lake_id(self._uri) or uuid.uuid4().hex,
+            lake_id=read_lake_id(self._storage) or uuid.uuid4().hex,
             uri=self._uri,
             claimed_by=self._broker_id,
             claimed_at_ms=self._clock.now_ms(),

@@ -185,12 +185,12 @@ class AckRouter:
         send: AckSender,
         encode_ack: Callable[[bytes, int, int | None], bytes],
         encode_error: Callable[[LiftlogError], bytes],
-        encode_duplicate_ack: Callable[[bytes, int, int | None], bytes] | None = None,
+        encode_duplicate_ack: Callable[[bytes, int, int | None], bytes],
     ) -> None:
         self._prefix = prefix
         self._send = send
         self._encode_ack = encode_ack
-        self._encode_duplicate_ack = encode_duplicate_ack or encode_ack
+        self._encode_duplicate_ack = encode_duplicate_ack
         self._encode_error = encode_error
         self.purgatory: Purgatory[Sequenced] = Purgatory(self.success, self._fail_item)
 

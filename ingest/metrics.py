@@ -106,6 +106,11 @@ class NodeMetrics:
             _LABELS,
             registry=self.registry,
         )
+        self.lake_unsafe_store_refusals = Counter(
+            "liftlog_lake_unsafe_store_refusals",
+            "Lake exports refused because the store does not make Delta commits atomic",
+            registry=self.registry,
+        )
         self.retention_checks = Counter(
             "liftlog_retention_checks",
             "Times retention was applied to a partition (whether or not it deleted anything)",

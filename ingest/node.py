@@ -24,7 +24,7 @@ from coordinator.brokers import (
     register_broker,
     shutting_down_brokers,
 )
-from coordinator.controller import Controller
+from coordinator.controller import Controller, RebalanceSettings
 from coordinator.controller_election import current_controller
 from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
@@ -32,6 +32,7 @@ from coordinator.znodes import BrokerInfo
 from ingest.api.server import ApiServer
 from ingest.clock import SYSTEM_CLOCK, Clock
 from ingest.metrics import NodeMetrics
+from ingest.nats_connect import nats_connect_options
 from ingest.replica_manager import ReplicaManager
 from spark_log.api_models import ControlledShutdownResult
 from spark_log.config import NodeConfig
@@ -46,7 +47,6 @@ ZK_START_TIMEOUT_S = 30.0
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 15.0
 CONTROLLED_SHUTDOWN_RETRY_S = 0.5
 CONTROLLED_SHUTDOWN_ATTEMPTS = 3
-NATS_CONNECT_TIMEOUT_S = 10.0
 RECONCILE_RETRY_S = 1.0
 
 
@@ -76,7 +76,15 @@ class IngestNode:
             config, self.store, self.metrics, self._publish, self._nats, self.zk, clock
         )
         self.api = ApiServer(self, config.api_host, config.api_port)
-        self.controller = Controller(self.zk, config.broker_id)
+        self.controller = Controller(
+            self.zk,
+            config.broker_id,
+            rebalance=RebalanceSettings(
+                config.auto_leader_rebalance_enable,
+                config.leader_imbalance_check_interval_s,
+                config.leader_imbalance_per_broker_percentage,
+            ),
+        )
         self.ready = False
         self._stopping = asyncio.Event()
         self._reconcile_wanted = asyncio.Event()
@@ -94,14 +102,10 @@ class IngestNode:
         await asyncio.to_thread(_warm_up_arrow)
         widen_read_buffer()
         self.nc = await nats.connect(
-            self.config.nats_url,
-            name=f"liftlog-node-{self.config.broker_id}",
-            connect_timeout=NATS_CONNECT_TIMEOUT_S,
-            max_reconnect_attempts=-1,
+            **nats_connect_options(self.config),
             error_cb=self._on_nats_error,
             disconnected_cb=self._on_nats_disconnect,
             reconnected_cb=self._on_nats_reconnect,
-            pending_size=64 * 1024 * 1024,
         )
         await asyncio.to_thread(self.zk.start, ZK_START_TIMEOUT_S)
         self.zk.add_state_listener(self._on_zk_state)
@@ -120,8 +124,8 @@ class IngestNode:
         log.info(
             "node %d ready: api %s, nats %s, zookeeper %s%s",
             self.config.broker_id,
-            self.config.api_url,
-            self.config.nats_url,
+            self.config.advertised_api_url,
+            ",".join(self.config.nats_server_urls),
             self.config.zk_connect,
             self.config.zk_root,
         )
@@ -229,9 +233,9 @@ class IngestNode:
     def broker_info(self) -> BrokerInfo:
         return BrokerInfo(
             broker_id=self.config.broker_id,
-            host=self.config.api_host,
-            api_url=self.config.api_url,
-            nats_url=self.config.nats_url,
+            host=self.config.advertised_api_host,
+            api_url=self.config.advertised_api_url,
+            nats_url=self.config.advertised_nats_url,
             started_at_ms=self._clock.now_ms(),
         )
 
@@ -356,4 +360,5 @@ class IngestNode:
         log.warning("disconnected from NATS; reconnecting")
 
     async def _on_nats_reconnect(self) -> None:
-        log.info("reconnected to NATS; subscriptions restored")
+        url = self.nc.connected_url if self.nc is not None else None
+        log.info("reconnected to NATS %s; subscriptions restored", url.netloc if url else "?")

@@ -13,6 +13,7 @@ from nats.aio.client import Client as NatsClient
 
 from coordinator.controller import Controller
 from coordinator.streams import StreamStore
+from coordinator.zk import ZkSession
 from coordinator.znodes import BrokerInfo
 from ingest.metrics import NodeMetrics
 from ingest.replica_manager import ReplicaManager
@@ -25,6 +26,7 @@ class NodeView(Protocol):
     config: NodeConfig
     metrics: NodeMetrics
     store: StreamStore
+    zk: ZkSession
     replicas: ReplicaManager
     controller: Controller
     nc: NatsClient | None

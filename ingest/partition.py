@@ -41,6 +41,7 @@ from spark_log.api_models import PartitionFlush
 from spark_log.config import NodeConfig
 from spark_log.errors import LiftlogError, NotLeaderError, StorageError, StreamPausedError
 from spark_log.lake import configured_table_uri
+from spark_log.lake.storage import lake_storage
 from spark_log.log import PartitionLog
 from spark_log.stream_spec import StreamSpec
 
@@ -78,6 +79,8 @@ class PartitionReplica:
         self.created_at_ms = created_at_ms
         self.config = config
         self.isr_writer: IsrWriter | None = None
+        # Set by the replica manager, which knows every stream (None: this stream alone).
+        self.subject_recorded_elsewhere: Callable[[str], bool] | None = None
         self.tail_cache = TailCache()
         self.state = Partition(
             broker_id=config.broker_id,
@@ -129,6 +132,7 @@ class PartitionReplica:
             lake_offset=lambda: self.lake_offset,
             lake_identity=self._lake_identity,
             metrics=self._metrics,
+            storage=lake_storage(self.config.lake),
         )
 
     # ----------------------------------------------------------------- the state, read through
@@ -191,11 +195,6 @@ class PartitionReplica:
     @property
     def slow_consumer_drops(self) -> int:
         return self._subscription.slow_consumer_drops
-
-    @property
-    def paused_drops(self) -> int:
-        """Publishes without a reply subject dropped because the stream is paused."""
-        return self._writes.paused_drops
 
     @property
     def lake_table_uri(self) -> str | None:
@@ -455,6 +454,10 @@ class PartitionReplica:
 
     async def run_maintenance(self) -> None:
         await self._maintenance.run_once()
+
+    def recorded_by_another_stream(self, subject: str) -> bool:
+        check = self.subject_recorded_elsewhere
+        return check is not None and check(subject)
 
     def expire_dedup(self, now_ms: int) -> None:
         self._writes.dedup.expire(now_ms)

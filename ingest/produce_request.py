@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,14 +27,13 @@ from spark_log.wire import (
 _HEADERS_TYPE = RECORD_SCHEMA.field("headers").type
 
 
-class ProduceAck(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class ProduceAck:
     """What a request that did not come from NATS (REST) is answered with: its first offset,
-    its record count (``record_count``: a tuple's ``count`` is taken) and whether
-    ``Nats-Msg-Id`` found it a duplicate (nothing stored). A tuple, so callers that index
-    ``(offset, count)`` keep working."""
+    its record count and whether ``Nats-Msg-Id`` found it a duplicate (nothing stored)."""
 
     offset: int
-    record_count: int
+    count: int
     duplicate: bool = False
 
 

@@ -12,6 +12,7 @@ back into the ISR. Its log keeps the loss until then, across restarts.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import shutil
 from collections.abc import Awaitable, Callable
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coordinator import reassignment_store
 from coordinator.errors import VersionConflictError
 from coordinator.isr import leave_isr_for_data_loss, update_isr
 from coordinator.streams import StreamStore
@@ -26,17 +28,22 @@ from coordinator.zk import ZkSession
 from coordinator.znodes import PartitionState, StreamRecord
 from ingest.clock import SYSTEM_CLOCK, Clock
 from ingest.lake_identity import LakeIdentity
+from ingest.lake_safety import LakeSafety
 from ingest.metrics import NodeMetrics
 from ingest.partition import IsrWriter, PartitionReplica
+from ingest.replication_throttle import ReplicationThrottle
 from spark_log.config import NodeConfig
 from spark_log.errors import (
+    LiftlogError,
     NotLeaderError,
     PartitionNotFoundError,
     StreamNotFoundError,
     UnavailableError,
 )
+from spark_log.lake.storage import lake_storage
 from spark_log.log import RecoveryLoss
 from spark_log.replication import cluster_token
+from spark_log.subjects import subject_matches
 
 log = logging.getLogger("liftlog.replicas")
 
@@ -80,14 +87,19 @@ class ReplicaManager:
         self.streams: dict[str, StreamView] = {}
         self._lock = asyncio.Lock()
         self.cluster = cluster_token(config.zk_root)
+        storage = lake_storage(config.lake)
+        self.lake_safety = LakeSafety(storage, metrics) if config.lake.enabled else None
         self._lake_identity = (
-            LakeIdentity(session, config.lake.uri, config.broker_id, clock)
+            LakeIdentity(session, storage, config.broker_id, clock, safety=self.lake_safety)
             if config.lake.enabled
             else None
         )
         # Replicas with a recovery loss that this incarnation took out of the ISR: back in
         # the ISR from then on means the leader saw them catch up.
         self._left_isr: set[tuple[str, int]] = set()
+        rate = config.reassignment_throttle_bytes_per_s
+        self._throttle = ReplicationThrottle(rate) if rate > 0 else None
+        self._adding: set[tuple[str, int]] = set()
 
     # ----------------------------------------------------------------- lookups
 
@@ -124,7 +136,26 @@ class ReplicaManager:
     async def reconcile(self) -> None:
         async with self._lock:
             views = await asyncio.to_thread(self._read_state)
+            self._adding = await self._added_by_reassignments()
             await self._apply(views)
+
+    async def _added_by_reassignments(self) -> set[tuple[str, int]]:
+        """The partitions a pending reassignment adds to this broker: their fetches are
+        throttled until they are in the ISR (``FollowerPath.active_throttle``). Read after the
+        states: the znode is written before the state that adds the replica."""
+        if self._throttle is None:
+            return set()
+        try:
+            pending = await asyncio.to_thread(reassignment_store.pending, self._session)
+        except LiftlogError as exc:
+            log.warning("cannot read pending reassignments: %s", exc.message)
+            return self._adding
+        me = self.config.broker_id
+        return {
+            (item.stream, item.partition)
+            for item in pending
+            if me in item.target_replicas and me not in item.original_replicas
+        }
 
     def _read_state(self) -> dict[str, StreamView]:
         views = {}
@@ -161,6 +192,8 @@ class ReplicaManager:
     async def _ensure(self, key: tuple[str, int], view: StreamView, state: PartitionState) -> None:
         replica = await self._open_replica(key, view, state)
         state, version = await self._guard_lost_data(key, replica, state, view.versions[key[1]])
+        throttled = key in self._adding  # set before a new follower's fetcher starts
+        replica.follower_path.reassignment_throttle = self._throttle if throttled else None
         await replica.apply_state(state, version, self._nats(), view.record.paused, self.cluster)
 
     async def _open_replica(
@@ -186,6 +219,7 @@ class ReplicaManager:
             clock=self._clock,
         )
         replica.isr_writer = self._isr_writer(key)
+        replica.subject_recorded_elsewhere = functools.partial(self.recorded_elsewhere, key[0])
         await replica.open()
         self.replicas[key] = replica
         return replica
@@ -254,6 +288,16 @@ class ReplicaManager:
 
         return write
 
+    def recorded_elsewhere(self, stream: str, subject: str) -> bool:
+        """Whether an active (not paused) stream other than ``stream`` records ``subject``,
+        as of the last reconcile (every node watches every stream)."""
+        return any(
+            subject_matches(view.record.spec.partition_subject(p), subject)
+            for name, view in self.streams.items()
+            if name != stream and not view.record.paused
+            for p in range(view.record.spec.partitions)
+        )
+
     def fence_leaders(self, reason: str | None) -> None:
         """The ZooKeeper session is in doubt (reason) or confirmed again (None)."""
         for replica in self.replicas.values():
@@ -264,21 +308,33 @@ class ReplicaManager:
         self._left_isr.discard(key)
         view = views.get(key[0])
         same_stream = view is not None and view.record.created_at_ms == replica.created_at_ms
-        if same_stream:
-            await replica.close()
-        else:
+        if not same_stream:
             log.info("stream %s was deleted: removing partition %d's data", key[0], key[1])
-            await replica.delete()
+        else:
+            # Kafka's StopReplica(delete=true): a reassignment moved the partition away.
+            log.info("%s/%d was reassigned off this broker: removing its data", key[0], key[1])
+        await replica.delete()
 
     def _remove_stray_dirs(self, views: dict[str, StreamView]) -> None:
         """Delete data of streams that no longer exist (deleted while this node was down)."""
         root = self._data_dir / STREAMS_DIR
         if not root.is_dir():
             return
-        keep = {f"{v.record.spec.name}@{v.record.created_at_ms}" for v in views.values()}
+        keep = {f"{v.record.spec.name}@{v.record.created_at_ms}": v for v in views.values()}
         for child in root.iterdir():
             if child.is_dir() and child.name not in keep:
                 log.info("removing data of deleted stream incarnation %s", child.name)
+                shutil.rmtree(child, ignore_errors=True)
+            elif child.is_dir():
+                self._remove_reassigned_dirs(child, keep[child.name])
+
+    def _remove_reassigned_dirs(self, stream_dir: Path, view: StreamView) -> None:
+        """Delete partitions reassigned off this broker while it was down."""
+        me = self.config.broker_id
+        for child in stream_dir.iterdir():
+            state = view.states.get(int(child.name)) if child.name.isdigit() else None
+            if child.is_dir() and state is not None and me not in state.replicas:
+                log.info("removing data of %s: reassigned off this broker", child)
                 shutil.rmtree(child, ignore_errors=True)
 
     async def close(self) -> None:

@@ -17,6 +17,7 @@ from ingest.lake_identity import LakeIdentity
 from ingest.metrics import NodeMetrics
 from spark_log.errors import LiftlogError
 from spark_log.lake import LakeTable
+from spark_log.lake.storage import LakeStorage
 from spark_log.log import PartitionLog
 from spark_log.log.retention import RetentionLimits
 from spark_log.stream_spec import StreamSpec
@@ -38,6 +39,7 @@ class RetentionRunner:
         lake_offset: Callable[[], int | None],
         lake_identity: LakeIdentity | None,
         metrics: NodeMetrics,
+        storage: LakeStorage | None = None,
     ) -> None:
         self._spec = spec
         self._partition = partition
@@ -46,6 +48,7 @@ class RetentionRunner:
         self._table_uri = table_uri
         self._lake_offset = lake_offset
         self._lake_identity = lake_identity
+        self._storage = storage
         self._checks = metrics.retention_checks.labels(spec.name, str(partition))
 
     @property
@@ -111,7 +114,7 @@ class RetentionRunner:
         return await self._table_bound(self._table_uri, log_)
 
     async def _table_bound(self, uri: str, log_: PartitionLog) -> int | None:
-        table = LakeTable(uri, self._spec.name)
+        table = LakeTable(uri, self._spec.name, self._storage)
         try:
             offsets = await in_lake_thread(table.exported_offsets, self._partition + 1)
         except LiftlogError as exc:

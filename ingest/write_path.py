@@ -60,6 +60,10 @@ class WriteHooks(Protocol):
 
     async def run_maintenance(self) -> None: ...
 
+    def recorded_by_another_stream(self, subject: str) -> bool:
+        """Whether an active stream other than this one records ``subject``."""
+        ...
+
 
 class LeaderWritePath:
     """Intake, writer task, group-commit flusher, ack outbox and produce purgatory."""
@@ -101,7 +105,7 @@ class LeaderWritePath:
         self._outbox: list[tuple[str, bytes]] = []
         self._writer: asyncio.Task[None] | None = None
         self._flusher: asyncio.Task[None] | None = None
-        self.dedup = DedupWindow(int(ingest.dedup_window_s * 1000), ingest.dedup_max_ids)
+        dedup = DedupWindow(int(ingest.dedup_window_s * 1000), ingest.dedup_max_ids)
         self._acks = AckRouter(
             ack_prefix(spec.name, partition.partition),
             self._queue_ack,
@@ -109,8 +113,7 @@ class LeaderWritePath:
             self._encode_error,
             encode_duplicate_ack,
         )
-        self._sequencer = Sequencer(spec, self.dedup, self._refuse)
-        self.paused_drops = 0
+        self._sequencer = Sequencer(spec, dedup, self._refuse)
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -129,9 +132,13 @@ class LeaderWritePath:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
 
+    @property
+    def dedup(self) -> DedupWindow:
+        """The deduplication window (the sequencer owns it: it checks and records ids)."""
+        return self._sequencer.dedup
+
     def replace_dedup(self, window: DedupWindow) -> None:
         """Adopt a window rebuilt from the log (a new leadership)."""
-        self.dedup = window
         self._sequencer.dedup = window
 
     # ----------------------------------------------------------------- intake
@@ -140,7 +147,7 @@ class LeaderWritePath:
         """NATS callback: queue only; the writer task parses and validates. A paused stream
         answers at once and stores nothing."""
         if self._partition.paused:
-            self._answer_paused(msg.reply)
+            self._answer_paused(msg.subject, msg.reply)
             return
         if len(self._queue) >= self._limits.pending_msgs_limit:
             self._space.clear()
@@ -153,11 +160,12 @@ class LeaderWritePath:
         self._queue.append(req)
         self._wakeup.set()
 
-    def _answer_paused(self, reply: str | None) -> None:
+    def _answer_paused(self, subject: str, reply: str | None) -> None:
         """A publish to a paused stream: the typed error ack on its reply subject, or, with
-        nobody to tell, a counted drop."""
-        if not reply:
-            self.paused_drops += 1
+        nobody to tell, a counted drop. When an active stream also records the subject, that
+        stream's ack is the answer: a publisher takes the first reply, and a refusal racing
+        ahead of it would report a stored record as refused."""
+        if not reply or self._hooks.recorded_by_another_stream(subject):
             self._paused_drops.inc()
             return
         self._refuse_reply(reply, StreamPausedError(f"stream {self._spec.name} is paused"))

@@ -96,6 +96,9 @@ class PartitionState(JsonModel):
 class LakeRef(JsonModel):
     uri: str
     """The stream's Delta table."""
+    export_refused: str | None = None
+    """Why the answering node refuses to export to this lake (``unsafe_lake_store: ...``), null
+    when it does not. Never the lake's credentials: describe names only the URI."""
 
 
 @dataclass(frozen=True)
@@ -193,6 +196,71 @@ class UncleanElection(JsonModel):
     elected: bool = False
     leader: int | None = None
     leader_epoch: int | None = None
+
+
+@dataclass(frozen=True)
+class PreferredLeader(JsonModel):
+    """One partition after a preferred-leader election."""
+
+    partition: int
+    preferred: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    elected: bool
+    """True when this election moved the leadership to the preferred replica."""
+    reason: str | None = None
+    """Why the preferred replica does not lead (not live, not in the ISR yet, ...)."""
+
+
+@dataclass(frozen=True)
+class PreferredElection(JsonModel):
+    """The answer of ``POST /v1/streams/{stream}/elect-preferred``."""
+
+    stream: str
+    partitions: tuple[PreferredLeader, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReassignmentProgress(JsonModel):
+    """One partition's pending reassignment and where it stands."""
+
+    partition: int
+    target_replicas: tuple[int, ...]
+    original_replicas: tuple[int, ...]
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    phase: str
+    """adding_replicas, catching_up, moving_leader, removing_replicas or done"""
+
+
+@dataclass(frozen=True)
+class ReassignmentStatus(JsonModel):
+    """The pending reassignments of a stream (``GET``/``POST /v1/streams/{s}/reassign``)."""
+
+    stream: str
+    partitions: tuple[ReassignmentProgress, ...] = ()
+
+
+@dataclass(frozen=True)
+class PartitionMove(JsonModel):
+    """One partition of a generated plan: its replicas now and the target."""
+
+    stream: str
+    partition: int
+    replicas: tuple[int, ...]
+    target_replicas: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class DecommissionPlan(JsonModel):
+    """``POST /v1/cluster/decommission``: the moves that empty a broker (submitted unless a
+    dry run)."""
+
+    broker_id: int
+    submitted: bool
+    moves: tuple[PartitionMove, ...] = ()
 
 
 # ----------------------------------------------------------------------------- records

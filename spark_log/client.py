@@ -56,6 +56,8 @@ DEFAULT_ACK_TIMEOUT_S = 10.0
 DEFAULT_POLL_WAIT_MS = 1000
 DEFAULT_FETCH_RECORDS = 1000
 MAX_IN_FLIGHT = 65536
+DISCOVERED_NATS_RECONNECT_ATTEMPTS = 3
+DISCOVERED_NATS_RECONNECT_WAIT_S = 0.5
 # A flush waits for the lake export on every partition's leader.
 FLUSH_TIMEOUT_S = 120.0
 
@@ -89,6 +91,9 @@ class Client:
     ) -> None:
         self.rest = RestClient(servers)
         self.nats_url = nats_url
+        """The NATS URL the user gave; None means: learn it from the cluster (again after the
+        connection to a discovered server is lost)."""
+        self._discovered_nats_url: str | None = None
         self.ack_timeout_s = ack_timeout_s
         self._nc: NatsClient | None = None
         self._owns_nc = False
@@ -184,7 +189,7 @@ class Client:
             hdrs[HEADER_KEY] = key_b.decode("utf-8", "replace")
         _set_options(hdrs, ack_policy, msg_id, expected_offset)
         ack = await self._send(spec, p, _as_bytes(value), hdrs, ack_policy, timeout_s)
-        return None if ack is None else _ack(stream, ack, 1)
+        return None if ack is None else ack_from_wire(stream, ack, 1)
 
     async def publish_batch(
         self,
@@ -215,7 +220,7 @@ class Client:
         hdrs = {HEADER_BATCH: BATCH_FORMAT_ARROW}
         _set_options(hdrs, ack_policy, msg_id, None)
         ack = await self._send(spec, p, payload, hdrs, ack_policy, timeout_s)
-        return None if ack is None else _ack(stream, ack, len(value_list))
+        return None if ack is None else ack_from_wire(stream, ack, len(value_list))
 
     async def publish_table(
         self,
@@ -237,7 +242,7 @@ class Client:
         hdrs = {HEADER_BATCH: BATCH_FORMAT_ARROW}
         _set_options(hdrs, ack_policy, msg_id, None)
         ack = await self._send(spec, p, encode_arrow_table(table), hdrs, ack_policy, timeout_s)
-        return None if ack is None else _ack(stream, ack, table.num_rows)
+        return None if ack is None else ack_from_wire(stream, ack, table.num_rows)
 
     async def stream_spec(self, stream: str) -> StreamSpec:
         """The stream's spec (cached after the first describe)."""
@@ -398,10 +403,21 @@ class Client:
 
     async def _nats(self) -> NatsClient:
         if self._nc is None or self._nc.is_closed:
-            url = self.nats_url or await self._discover_nats()
+            given = bool(self.nats_url)
+            url = self.nats_url if self.nats_url else await self._discover_nats()
             try:
                 widen_read_buffer()
-                self._nc = await nats.connect(url, max_reconnect_attempts=-1)
+                if given:
+                    self._nc = await nats.connect(url, max_reconnect_attempts=-1)
+                else:
+                    # a discovered server may be gone for good (its broker died): give up on
+                    # it after a few attempts, so the next call rediscovers from the cluster
+                    self._nc = await nats.connect(
+                        url,
+                        max_reconnect_attempts=DISCOVERED_NATS_RECONNECT_ATTEMPTS,
+                        reconnect_time_wait=DISCOVERED_NATS_RECONNECT_WAIT_S,
+                        closed_cb=self._on_discovered_nats_closed,
+                    )
             except (nats.errors.Error, OSError) as exc:
                 raise UnavailableError(f"cannot connect to NATS at {url}: {exc}") from exc
             self._owns_nc = True
@@ -410,19 +426,15 @@ class Client:
         return self._nc
 
     async def _discover_nats(self) -> str:
-        brokers = (await self.cluster()).brokers
-        if not brokers:
-            raise UnavailableError("no live broker to learn the NATS URL from")
-        self.nats_url = brokers[0].nats_url
-        return self.nats_url
+        self._discovered_nats_url = nats_url_from_cluster(await self.cluster())
+        return self._discovered_nats_url
+
+    async def _on_discovered_nats_closed(self) -> None:
+        self._discovered_nats_url = None
 
     def _no_responders(self, stream: str, partition: int, subject: str) -> NoRespondersError:
-        return NoRespondersError(
-            f"nothing listens on {subject!r} for {stream}/{partition} on NATS "
-            f"{self.nats_url or '(unknown URL)'}: check that the stream exists and that "
-            f"partition {partition} has a live leader (`liftlog stream describe {stream}`), "
-            "and that this client uses the same NATS server as the nodes"
-        )
+        url = self.nats_url or self._discovered_nats_url
+        return no_responders_error(stream, partition, subject, url)
 
     async def _spec(self, stream: str) -> StreamSpec:
         spec = self._specs.get(stream)
@@ -468,13 +480,40 @@ class Client:
             del self._leaders[key]
 
 
+def nats_url_from_cluster(cluster: ClusterInfo) -> str:
+    """The NATS URL a client learns from the cluster (a live broker's)."""
+    if not cluster.brokers:
+        raise UnavailableError("no live broker to learn the NATS URL from")
+    return cluster.brokers[0].nats_url
+
+
+def no_responders_error(
+    stream: str, partition: int, subject: str, nats_url: str | None
+) -> NoRespondersError:
+    """What a publish that nobody answered (NATS no-responders) is told."""
+    return NoRespondersError(
+        f"nothing listens on {subject!r} for {stream}/{partition} on NATS "
+        f"{nats_url or '(unknown URL)'}: check that the stream exists and that "
+        f"partition {partition} has a live leader (`liftlog stream describe {stream}`), "
+        "and that this client uses the same NATS server as the nodes"
+    )
+
+
 # what a publish waiting for its ack remembers: stream, partition, subject, the future
 _Waiting = tuple[str, int, str, "asyncio.Future[dict[str, Any]]"]
 
 
-def _ack(stream: str, body: dict[str, Any], count: int) -> Ack:
-    """The typed ack; ``count`` stands in when an old node's batch ack omits it."""
-    return Ack.from_json({"count": count, **body, "stream": stream})
+def ack_from_wire(stream: str, body: Mapping[str, Any], count: int = 1) -> Ack:
+    """The typed ack from a decoded ack body (``spark_log.wire.decode_ack``); ``stream`` stands
+    in when the body omits it, ``count`` when an old node's batch ack omits it."""
+    # built directly: this runs once per publish, a generic model parse costs ~8x more
+    return Ack(
+        stream=str(body.get("stream", stream)),
+        partition=int(body["partition"]),
+        offset=int(body["offset"]),
+        count=int(body.get("count", count)),
+        duplicate=bool(body.get("duplicate", False)),
+    )
 
 
 def _is_no_responders(msg: Any) -> bool:

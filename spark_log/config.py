@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from spark_log.errors import ConfigError
+from spark_log.storage_options import checked_storage_options
+from spark_log.toml_file import read_toml
 from spark_log.typed_config import from_mapping
 
 FsyncPolicy = Literal["always", "interval", "never"]
@@ -29,10 +31,18 @@ DEFAULT_RETENTION_CHECK_INTERVAL_MS = 30_000
 DEFAULT_API_HOST = "127.0.0.1"
 DEFAULT_API_PORT = 9644
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
+NATS_URL_SCHEMES = ("nats://", "tls://", "ws://", "wss://")
 DEFAULT_ZK_CONNECT = "127.0.0.1:2181"
 DEFAULT_ZK_ROOT = "/liftlog"
 DEFAULT_ZK_SESSION_TIMEOUT_S = 6.0
 DEFAULT_REPLICA_LAG_TIME_MAX_S = 10.0
+# Kafka's auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds and
+# leader.imbalance.per.broker.percentage (see docs/replication.md#preferred-leader-election).
+DEFAULT_AUTO_LEADER_REBALANCE_ENABLE = True
+DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_S = 300.0
+DEFAULT_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE = 10.0
+# Fetch rate of replicas a reassignment adds, per broker (0: unthrottled); docs/replication.md.
+DEFAULT_REASSIGNMENT_THROTTLE_BYTES_PER_S = 50 * 1024 * 1024
 
 DEFAULT_DEDUP_WINDOW_S = 120.0
 DEFAULT_DEDUP_MAX_IDS = 1_000_000
@@ -100,9 +110,11 @@ class IngestConfig:
 class LakeConfig:
     """Where and how often partition leaders export committed records to the Delta lake.
 
-    ``uri`` is a local path or any URI deltalake supports (``s3://``, ``gs://``, ``az://``, with
-    credentials from the environment); empty means ``<data_dir>/lake``. Every node of a cluster
-    must name the same lake, so that a new leader continues where the old one stopped. A
+    ``uri`` is a local path or any URI deltalake supports (``s3://``, ``gs://``, ``az://``);
+    empty means ``<data_dir>/lake``. ``storage_options`` are the object store's options
+    (``[lake.storage_options]``, names from ``spark_log.storage_options``; credentials may come
+    from the environment instead); kept out of ``repr`` since they hold secrets. Every node of
+    a cluster must name the same lake, so that a new leader continues where the old one stopped. A
     partition exports when its unexported committed bytes reach ``export_min_bytes`` or its
     oldest unexported record is ``export_interval_s`` old; one Delta commit holds at most
     ``max_records_per_file`` records and ``max_bytes_per_file`` bytes of log.
@@ -116,10 +128,13 @@ class LakeConfig:
     max_bytes_per_file: int = DEFAULT_LAKE_MAX_BYTES_PER_FILE
     retry_backoff_max_s: float = DEFAULT_LAKE_RETRY_BACKOFF_MAX_S
     flush_timeout_s: float = DEFAULT_LAKE_FLUSH_TIMEOUT_S
+    storage_options: dict[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         _positive(self, "export_min_bytes", "export_interval_s", "max_records_per_file")
         _positive(self, "max_bytes_per_file", "retry_backoff_max_s", "flush_timeout_s")
+        options = checked_storage_options(self.storage_options, "lake.storage_options")
+        object.__setattr__(self, "storage_options", options)
 
     def resolved(self, data_dir: str) -> LakeConfig:
         """This config with ``uri`` made explicit: the default under ``data_dir``, and local
@@ -131,6 +146,27 @@ class LakeConfig:
 
 
 @dataclass(frozen=True)
+class NatsCredentials:
+    """How the node authenticates to NATS (``[nats]``): user/password, a token, or a
+    ``.creds`` file (JWT + nkey seed; needs the ``nkeys`` package), at most one kind.
+
+    Secrets stay out of ``repr`` so they never reach a log line.
+    """
+
+    user: str = ""
+    password: str = field(default="", repr=False)
+    token: str = field(default="", repr=False)
+    creds_file: str = ""
+
+    def __post_init__(self) -> None:
+        if bool(self.user) != bool(self.password):
+            raise ConfigError("nats.user and nats.password must be set together")
+        kinds = [k for k in ("user", "token", "creds_file") if getattr(self, k)]
+        if len(kinds) > 1:
+            raise ConfigError(f"nats: set one way to authenticate, got {', '.join(kinds)}")
+
+
+@dataclass(frozen=True)
 class NodeConfig:
     """One ingest node: its identity, where it listens and what it talks to."""
 
@@ -138,11 +174,23 @@ class NodeConfig:
     data_dir: str
     api_host: str = DEFAULT_API_HOST
     api_port: int = DEFAULT_API_PORT
-    nats_url: str = DEFAULT_NATS_URL
+    # empty: derived from api_host/api_port (see ``advertised_api_url``)
+    api_advertised_url: str = ""
+    # one NATS server (the historical key) or ``nats_servers``, never both; neither set
+    # means DEFAULT_NATS_URL (see ``nats_server_urls``)
+    nats_url: str = ""
+    nats_servers: tuple[str, ...] = ()
+    # empty: the first NATS server (see ``advertised_nats_url``)
+    nats_advertised_url: str = ""
+    nats: NatsCredentials = field(default_factory=NatsCredentials)
     zk_connect: str = DEFAULT_ZK_CONNECT
     zk_root: str = DEFAULT_ZK_ROOT
     zk_session_timeout_s: float = DEFAULT_ZK_SESSION_TIMEOUT_S
     replica_lag_time_max_s: float = DEFAULT_REPLICA_LAG_TIME_MAX_S
+    auto_leader_rebalance_enable: bool = DEFAULT_AUTO_LEADER_REBALANCE_ENABLE
+    leader_imbalance_check_interval_s: float = DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_S
+    leader_imbalance_per_broker_percentage: float = DEFAULT_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE
+    reassignment_throttle_bytes_per_s: int = DEFAULT_REASSIGNMENT_THROTTLE_BYTES_PER_S
     log: LogConfig = field(default_factory=LogConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
     lake: LakeConfig = field(default_factory=LakeConfig)
@@ -155,20 +203,49 @@ class NodeConfig:
         if not self.zk_root.startswith("/") or self.zk_root.endswith("/"):
             raise ConfigError("zk_root must start with '/' and not end with '/'")
         _positive(self, "zk_session_timeout_s", "replica_lag_time_max_s")
+        _positive(self, "leader_imbalance_check_interval_s")
+        if not 0 <= self.leader_imbalance_per_broker_percentage <= 100:
+            raise ConfigError("leader_imbalance_per_broker_percentage must be within 0..100")
+        if self.reassignment_throttle_bytes_per_s < 0:
+            raise ConfigError("reassignment_throttle_bytes_per_s must be >= 0 (0: unthrottled)")
+        _check_nats_servers(self.nats_url, self.nats_servers)
+        _check_url(self.api_advertised_url, "api_advertised_url", ("http://", "https://"))
+        _check_url(self.nats_advertised_url, "nats_advertised_url", NATS_URL_SCHEMES)
+        object.__setattr__(self, "nats_servers", tuple(self.nats_servers))
         object.__setattr__(self, "lake", self.lake.resolved(self.data_dir))
 
     @property
     def api_url(self) -> str:
+        """Where this node's REST server listens (the bind address, for local probes)."""
         return f"http://{self.api_host}:{self.api_port}"
+
+    @property
+    def advertised_api_url(self) -> str:
+        """What the node tells others to use (ZooKeeper registration, /v1/cluster, redirect
+        hints): behind NAT or in a container the bind address is unreachable from outside."""
+        return self.api_advertised_url.rstrip("/") or self.api_url
+
+    @property
+    def advertised_api_host(self) -> str:
+        """The host part of ``advertised_api_url`` (the broker registration's ``host``)."""
+        return urlsplit(self.advertised_api_url).hostname or self.api_host
+
+    @property
+    def nats_server_urls(self) -> tuple[str, ...]:
+        """Every NATS server the node may connect to, in preference order."""
+        if self.nats_servers:
+            return self.nats_servers
+        return (self.nats_url or DEFAULT_NATS_URL,)
+
+    @property
+    def advertised_nats_url(self) -> str:
+        """The NATS URL the node publishes for clients (``liftlog publish`` without --nats)."""
+        return self.nats_advertised_url or self.nats_server_urls[0]
 
 
 def load_node_config(path: str | Path) -> NodeConfig:
     """Read a TOML node config; every key is checked, unknown keys are an error."""
-    try:
-        data = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read config {path}: {exc}") from exc
-    return from_mapping(NodeConfig, data)
+    return from_mapping(NodeConfig, read_toml(path))
 
 
 def dump_node_config(config: NodeConfig) -> str:
@@ -177,9 +254,18 @@ def dump_node_config(config: NodeConfig) -> str:
     lines = [_toml_line(k, v) for k, v in data.items() if not isinstance(v, dict)]
     for section, values in data.items():
         if isinstance(values, dict):
-            lines.append(f"\n[{section}]")
-            lines.extend(_toml_line(k, v) for k, v in values.items())
+            lines.extend(_toml_table(section, values))
     return "\n".join(lines) + "\n"
+
+
+def _toml_table(name: str, values: dict[str, Any]) -> list[str]:
+    """``[name]`` with its scalars, then its sub-tables (``[lake.storage_options]``)."""
+    lines = [f"\n[{name}]"]
+    lines.extend(_toml_line(k, v) for k, v in values.items() if not isinstance(v, dict))
+    for key, sub in values.items():
+        if isinstance(sub, dict):
+            lines.extend(_toml_table(f"{name}.{key}", sub))
+    return lines
 
 
 def _toml_line(key: str, value: Any) -> str:
@@ -187,8 +273,29 @@ def _toml_line(key: str, value: Any) -> str:
         return f"{key} = {'true' if value else 'false'}"
     if isinstance(value, (int, float)):
         return f"{key} = {value}"
+    if isinstance(value, (list, tuple)):
+        return f"{key} = [{', '.join(_toml_string(v) for v in value)}]"
+    return f"{key} = {_toml_string(value)}"
+
+
+def _toml_string(value: Any) -> str:
     escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
-    return f'{key} = "{escaped}"'
+    return f'"{escaped}"'
+
+
+def _check_nats_servers(nats_url: str, nats_servers: tuple[str, ...]) -> None:
+    """One way to name the servers; every URL has a NATS scheme; no duplicates."""
+    if nats_url and nats_servers:
+        raise ConfigError("set nats_url or nats_servers, not both (nats_servers = [url] is one)")
+    for url in (nats_url, *nats_servers):
+        _check_url(url, "nats_servers" if nats_servers else "nats_url", NATS_URL_SCHEMES)
+    if len(set(nats_servers)) != len(nats_servers):
+        raise ConfigError(f"nats_servers lists a server twice: {list(nats_servers)}")
+
+
+def _check_url(url: str, key: str, schemes: tuple[str, ...]) -> None:
+    if url and not url.startswith(schemes):
+        raise ConfigError(f"{key}: {url!r} must start with one of {', '.join(schemes)}")
 
 
 def _positive(obj: object, *names: str) -> None:

@@ -2,7 +2,9 @@
 
 The core may not import pydantic, so the models shared by the API (which hands them to FastAPI
 as ``response_model``), the client and the Spark source are plain dataclasses. ``from_json``
-ignores keys it does not know, so an older client keeps working against a newer node. The
+ignores keys it does not know, so an older client keeps working against a newer node; that
+holds for nested strict types too (``StreamSpec`` refuses unknown keys in user input, but a
+spec inside a response is filtered to the fields this version knows first). The
 models are read by attribute only (no ``model["field"]``): a misspelt field is then an error
 that mypy and the first call report, not a hand-spelled key that silently reads nothing.
 """
@@ -66,6 +68,11 @@ def _convert(hint: Any, value: Any) -> Any:
     if origin is tuple and isinstance(value, list | tuple):
         return tuple(_convert(typing.get_args(hint)[0], v) for v in value)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint) and hasattr(hint, "from_json"):
+        if isinstance(value, Mapping) and not issubclass(hint, JsonModel):
+            # a strict parser of user input (StreamSpec refuses unknown keys); in a response
+            # a newer node's extra fields are skipped, as every JsonModel skips them
+            known = {f.name for f in dataclasses.fields(hint)}
+            value = {k: v for k, v in value.items() if k in known}
         return hint.from_json(value)
     return value
 

@@ -41,7 +41,11 @@ class SyncClient:
         ack_timeout_s: float = DEFAULT_ACK_TIMEOUT_S,
     ) -> None:
         self._loop = LoopThread("liftlog-sync-client")
-        self._client = self._loop.run(_make_client(servers, nats_url, ack_timeout_s))
+        try:
+            self._client = self._loop.run(_make_client(servers, nats_url, ack_timeout_s))
+        except BaseException:
+            self._loop.stop()  # no client, so nothing else would ever stop the thread
+            raise
 
     @property
     def client(self) -> Client:

@@ -56,6 +56,8 @@ def _coerce(hint: Any, value: Any, where: str) -> Any:
         return value
     if origin in (tuple, list):
         return _coerce_sequence(hint, value, where)
+    if origin is dict:
+        return _coerce_table(hint, value, where)
     if dataclasses.is_dataclass(hint):
         return from_mapping(hint, value, where)  # type: ignore[arg-type]
     return _coerce_scalar(hint, value, where)
@@ -84,6 +86,18 @@ def _coerce_sequence(hint: Any, value: Any, where: str) -> tuple[Any, ...]:
     args = get_args(hint)
     item = args[0] if args else Any
     return tuple(_coerce(item, v, f"{where}[{i}]") for i, v in enumerate(value))
+
+
+def _coerce_table(hint: Any, value: Any, where: str) -> dict[Any, Any]:
+    """A free-form table (``dict[str, str]``): keys and values checked against the hint; which
+    keys are allowed is the dataclass's own check (``__post_init__``)."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: expected a table, got {type(value).__name__}")
+    key_hint, value_hint = get_args(hint) or (Any, Any)
+    return {
+        _coerce(key_hint, k, where): _coerce(value_hint, v, _join(where, str(k)))
+        for k, v in value.items()
+    }
 
 
 def _coerce_scalar(hint: Any, value: Any, where: str) -> Any:

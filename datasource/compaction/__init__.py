@@ -3,7 +3,9 @@
 Per partition, below a boundary (default: the partition's lake offset), only the latest record
 of each key stays; records without a key always stay; a tombstone (a key with an empty value)
 removes its key once older than the stream's ``delete_retention_ms``. Original offsets are
-kept. The result is written with Spark and committed in one Delta transaction that removes
+kept. Spark decides what survives and runs the tasks; the tasks read and write the lake
+files through pyarrow (so ``s3://``, ``gs://``, ``abfss://`` and local lakes work alike,
+without Hadoop connectors), and the driver commits in one Delta transaction that removes
 exactly the files read. See docs/compaction.md.
 """
 

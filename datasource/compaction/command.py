@@ -11,6 +11,7 @@ import time
 from typing import TextIO, TypeVar
 
 from datasource.compaction.errors import InvalidCompactionOptionError
+from datasource.compaction.lake_options import parse_lake_options
 from datasource.compaction.report import CompactionReport, format_report
 from datasource.compaction.runner import compact_stream
 from datasource.compaction.schedule import DEFAULT_WATCH_POLL_S, CompactionSchedule
@@ -38,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
     say = _progress(sys.stderr if args.json else sys.stdout)
     if args.watch:
         return _watch(args, client, options, say)
-    target = describe_target(client, args.stream)
+    lake_options = parse_lake_options(args.lake_option or ())
+    target = describe_target(client, args.stream, lake_options)
     spark, created = get_or_build_session(args.master)
     try:
         report = compact_stream(spark, target, options, say)
@@ -74,7 +76,7 @@ def _watch(
     say: Progress,
 ) -> int:
     if args.stream:
-        target = describe_target(client, args.stream)
+        target = describe_target(client, args.stream)  # its settings only
         if not target.compaction_enabled or not target.compaction_interval_s:
             raise InvalidCompactionOptionError(
                 f"stream {args.stream} has no compaction schedule (compaction=true and "
@@ -82,7 +84,14 @@ def _watch(
             )
     spark, created = get_or_build_session(args.master)
     stop = threading.Event()
-    schedule = CompactionSchedule(spark, client, options, say, only_stream=args.stream)
+    schedule = CompactionSchedule(
+        spark,
+        client,
+        options,
+        say,
+        only_stream=args.stream,
+        lake_options=parse_lake_options(args.lake_option or ()),
+    )
     say("watching streams with a compaction_interval_s; Ctrl-C stops")
     try:
         schedule.run(stop, _or(args.watch_poll_s, DEFAULT_WATCH_POLL_S))

@@ -36,7 +36,7 @@ def commit_compaction(
 ) -> int:
     """Commit, or raise LakeCommitConflictError when another compaction got there first."""
     app = compaction_app_id(plan.target.stream)
-    reason = changed_since(snapshot.uri, app, plan.previous_run, [f.path for f in removed])
+    reason = changed_since(snapshot.storage, app, plan.previous_run, [f.path for f in removed])
     if reason is not None:
         raise LakeCommitConflictError(
             f"not committing the compaction of {plan.target.stream}: {reason}"

@@ -28,7 +28,8 @@ class CompactionConflictError(CompactionError):
 
 
 class UnsupportedLakeError(CompactionError):
-    """The lake cannot be compacted from here (disabled, or a store Spark cannot write)."""
+    """The lake cannot be compacted from here: the cluster's lake is disabled, or its URI names
+    a store pyarrow has no filesystem for (the job's tasks read and write through pyarrow)."""
 
     code = "unsupported_lake"
 

@@ -7,8 +7,6 @@ actually shrank, and a run that shrinks none commits nothing at all.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
@@ -16,10 +14,10 @@ from pyspark.sql import SparkSession
 from datasource.compaction.commit import commit_compaction
 from datasource.compaction.errors import CompactionError
 from datasource.compaction.job import (
+    JobOutput,
+    PartitionOutput,
     TombstoneCounts,
-    compacted_frame,
-    read_lake_files,
-    write_compacted,
+    run_compaction_job,
 )
 from datasource.compaction.plan import CompactionPlan, PartitionPlan
 from datasource.compaction.report import (
@@ -30,13 +28,7 @@ from datasource.compaction.report import (
     PartitionResult,
 )
 from datasource.compaction.settings import CompactionOptions, Progress
-from datasource.compaction.staging import (
-    StagedFile,
-    new_staging_dir,
-    place,
-    remove_staging,
-    staged_files,
-)
+from spark_log.errors import LakeError
 from spark_log.lake.errors import LakeCommitConflictError
 from spark_log.lake.rewrite import NewFile, RewriteSnapshot, TableFile, discard
 
@@ -45,86 +37,63 @@ def execute_plan(
     spark: SparkSession,
     snapshot: RewriteSnapshot,
     plan: CompactionPlan,
-    root: Path,
     options: CompactionOptions,
     progress: Progress,
 ) -> CompactionReport:
     """Run the job and commit; LakeCommitConflictError when the commit race is lost (the
-    files this attempt placed are deleted again, nothing of it remains)."""
-    staging = new_staging_dir(root, plan.run_id)
-    placed: list[NewFile] = []
+    files this attempt wrote are deleted again, nothing of it remains)."""
+    storage = snapshot.storage
+    output = _run_spark(spark, snapshot, plan, options, progress)
+    results: list[PartitionResult] = []
+    removed: list[TableFile] = []
+    added: list[NewFile] = []
+    for p in plan.partitions:
+        result = _settle_partition(p, output.partitions[p.partition])
+        results.append(result)
+        if result.status == COMPACTED:
+            removed.extend(p.files)
+            added.extend(output.partitions[p.partition].files)
+    if not removed:
+        return _report(plan, results, output.tombstones, None, "nothing to remove; no commit")
+    progress(f"committing: {len(removed)} file(s) out, {len(added)} in")
     try:
-        tombstones = _run_spark(spark, plan, staging, options, progress)
-        staged = staged_files(staging)
-        results: list[PartitionResult] = []
-        removed: list[TableFile] = []
-        for p in plan.partitions:
-            result, files = _settle_partition(p, staged.get(p.partition, []), root, plan.run_id)
-            results.append(result)
-            placed.extend(files)
-            if result.status == COMPACTED:
-                removed.extend(p.files)
-        if not removed:
-            return _report(plan, results, tombstones, None, "nothing to remove; no commit")
-        progress(f"committing: {len(removed)} file(s) out, {len(placed)} in")
-        version = commit_compaction(snapshot, plan, results, removed, placed, tombstones)
+        version = commit_compaction(snapshot, plan, results, removed, added, output.tombstones)
     except LakeCommitConflictError:
-        discard(root, placed)
+        discard(storage, added)
         raise
-    finally:
-        remove_staging(staging)
-    return _report(plan, results, tombstones, version, f"committed table version {version}")
+    return _report(plan, results, output.tombstones, version, f"committed table version {version}")
 
 
 def _run_spark(
     spark: SparkSession,
+    snapshot: RewriteSnapshot,
     plan: CompactionPlan,
-    staging: Path,
     options: CompactionOptions,
     progress: Progress,
-) -> TombstoneCounts:
-    files = plan.files
+) -> JobOutput:
     progress(
-        f"Spark: reading {len(files)} file(s) of {len(plan.partitions)} partition(s) "
+        f"Spark: reading {len(plan.files)} file(s) of {len(plan.partitions)} partition(s) "
         f"from table version {plan.snapshot_version}"
     )
     try:
-        source = read_lake_files(spark, plan.target.table_uri, [f.location for f in files])
-        compacted = compacted_frame(source, plan.boundary_offset, plan.tombstone_cutoff_ms)
-        try:
-            write_compacted(
-                compacted.frame, str(staging), len(plan.partitions), options.max_records_per_file
-            )
-            return compacted.metrics.tombstones()
-        finally:
-            compacted.release()
-    except (PySparkException, Py4JError) as exc:
+        return run_compaction_job(spark, plan, snapshot.storage, options.max_records_per_file)
+    except (PySparkException, Py4JError, LakeError) as exc:
         raise CompactionError(f"the compaction job of {plan.target.stream} failed: {exc}") from exc
 
 
-def _settle_partition(
-    p: PartitionPlan, staged: list[StagedFile], root: Path, run_id: int
-) -> tuple[PartitionResult, list[NewFile]]:
-    """Place the partition's new files if it shrank; otherwise leave it as it is."""
-    before = p.records_before
-    after = sum(f.records for f in staged)
-    if before is not None and after >= before:
-        return (
-            PartitionResult(p.partition, UNCHANGED, p.boundary, before, after),
-            [],
-        )
-    files = place(staged, root, run_id)
-    return (
-        PartitionResult(
-            p.partition,
-            COMPACTED,
-            p.boundary,
-            before,
-            after,
-            files_removed=len(p.files),
-            files_added=len(files),
-        ),
-        files,
+def _settle_partition(p: PartitionPlan, output: PartitionOutput) -> PartitionResult:
+    """Compacted when the partition lost rows (its new files replace the ones read);
+    unchanged otherwise (the rewrite task already deleted what it wrote)."""
+    if output.rows_out >= output.rows_in:
+        return PartitionResult(p.partition, UNCHANGED, p.boundary, output.rows_in, output.rows_out)
+    return PartitionResult(
+        p.partition,
+        COMPACTED,
+        p.boundary,
+        output.rows_in,
+        output.rows_out,
+        files_removed=len(p.files),
+        files_added=len(output.files),
     )
 
 

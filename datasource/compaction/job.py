@@ -1,47 +1,66 @@
-"""The Spark part of a compaction: read the snapshot's files, keep the latest record per key,
-write the result as Parquet files in the lake's layout.
+"""The Spark part of a compaction: Spark decides which rows survive and runs the tasks that
+read and write the lake files; the files themselves are opened only by pyarrow inside those
+tasks (``tasks.py``), through the lake's filesystem, so the job runs on ``s3://``, ``gs://``,
+``abfss://`` and local lakes alike, with no Hadoop connector.
 
-The computation is a hash aggregation of ``max(offset)`` per ``(partition, key)`` and a
-left-semi join of the keyed rows with it on ``(partition, offset)``; offsets are unique per
-partition, so the join keeps exactly one row per key (its latest) and never carries more than
-two integers per key through the aggregation, and (when the winners are broadcast) whole rows
-cross no shuffle until the survivors are repartitioned for writing. This is measurably faster
-than the textbook ``row_number()`` window or ``max_by(struct(...), offset)``, which sort or
-aggregate whole rows (see docs/benchmarks.md).
+The plan:
 
-Rows without a key are never compacted, nor are rows at or above the boundary. A latest record
-that is a tombstone (a key with an empty value) and older than the delete retention goes too.
-The output is repartitioned by ``partition`` and sorted by offset, so each partition is
-written by one task as files of increasing, non-overlapping offset ranges, split at
-``maxRecordsPerFile``: readers prune them by offset just like exported files.
+1. **Key scan.** One task per file (up to a bound), ``mapInArrow`` over ``spark.range``:
+   ``(partition, key, offset)`` of the keyed rows below the boundary, two narrow columns.
+2. **Winners.** A hash aggregation of ``max(offset)`` per ``(partition, key)``: the latest
+   record of each key. Offsets are unique within a partition, so ``(partition, offset)``
+   names exactly one row. Only two integers per key cross this shuffle, never whole rows.
+3. **Rewrite.** The winners, plus one marker row per computed partition, are range-
+   partitioned by ``partition`` (one task per lake partition) and handed to
+   ``rewrite_partition`` (``applyInArrow``): it streams the partition's files in offset order,
+   keeps keyless rows, rows at or above the boundary and the winners (less tombstones past
+   the delete retention), and writes them into ``partition=<p>/`` as files of increasing,
+   non-overlapping offset ranges, split at ``max_records_per_file``. Whole rows are read
+   once, in that task, and never enter Spark.
+
+The driver collects one row per file written (with its Delta statistics) and one summary row
+per partition (rows in and out, tombstones removed and kept): no extra pass over the data.
 """
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from spark_log.lake.layout import LAKE_SCHEMA, MICROS_PER_MILLI, PARTITION_COLUMN
+from datasource.compaction.errors import CompactionError
+from datasource.compaction.plan import CompactionPlan
+from datasource.compaction.tasks import (
+    KEY_SCHEMA,
+    NO_WINNER,
+    REWRITE_SCHEMA,
+    KeyScan,
+    LakeAccess,
+    PartitionRewrite,
+    rewrite_partition,
+    scan_keys,
+)
+from spark_log.lake.layout import PARTITION_COLUMN
+from spark_log.lake.rewrite import NewFile
+from spark_log.lake.storage import LakeStorage
 
-SPARK_LAKE_SCHEMA = from_arrow_schema(LAKE_SCHEMA)
-# Spark's default writes timestamps as INT96, which Delta readers do not expect: the lake's
-# timestamps are Parquet TIMESTAMP(MICROS, UTC), as delta-rs writes them.
-TIMESTAMP_SETTING = ("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-BROADCAST_MAX_WINNERS = 2_000_000
-"""Keys (partition, offset pairs, ~16 bytes each) up to which the winners are broadcast:
-tens of MB on the driver and each executor."""
+SCAN_TASKS_PER_CORE = 4
+"""Key-scan tasks per core (at most one per file): enough to even out files of unequal size."""
+SPARK_KEY_SCHEMA = from_arrow_schema(KEY_SCHEMA)
+SPARK_REWRITE_SCHEMA = from_arrow_schema(REWRITE_SCHEMA)
+WINNER_COLUMNS = (PARTITION_COLUMN, "offset")
+MARKER_SCHEMA = f"{PARTITION_COLUMN} int, offset bigint"
 
 
 @dataclass(frozen=True)
 class TombstoneCounts:
-    """What the job observed about tombstones while writing (no extra pass over the data)."""
+    """What the rewrite tasks observed about tombstones (no extra pass over the data)."""
 
     removed: int
     kept: int
@@ -49,106 +68,128 @@ class TombstoneCounts:
     partitions_with_kept: frozenset[int]
 
 
-class CompactionMetrics:
-    """Spark observations attached to the compacted frame; read them after the write."""
+@dataclass(frozen=True)
+class PartitionOutput:
+    """What the rewrite of one partition did: rows in and out and the files it left (none
+    when it dropped no row: then it deleted what it wrote)."""
 
-    def __init__(self) -> None:
-        suffix = uuid.uuid4().hex[:8]
-        self.removed = Observation(f"liftlog_tombstones_removed_{suffix}")
-        self.kept = Observation(f"liftlog_tombstones_kept_{suffix}")
+    partition: int
+    rows_in: int
+    rows_out: int
+    files: tuple[NewFile, ...] = ()
 
-    def tombstones(self) -> TombstoneCounts:
-        removed = self.removed.get
-        kept = self.kept.get
-        oldest = kept.get("oldest_kept")
-        return TombstoneCounts(
-            removed=int(removed.get("removed") or 0),
-            kept=int(kept.get("kept") or 0),
-            oldest_kept_ms=None if oldest is None else int(oldest) // MICROS_PER_MILLI,
-            partitions_with_kept=frozenset(int(p) for p in kept.get("partitions") or []),
+
+@dataclass(frozen=True)
+class JobOutput:
+    partitions: dict[int, PartitionOutput] = field(default_factory=dict)
+    tombstones: TombstoneCounts = TombstoneCounts(0, 0, None, frozenset())
+
+
+def run_compaction_job(
+    spark: SparkSession, plan: CompactionPlan, storage: LakeStorage, max_records_per_file: int
+) -> JobOutput:
+    """Run the job for ``plan`` on the table at ``storage``; collect what the tasks wrote."""
+    lake = LakeAccess.of(storage)
+    # Range partitioning samples its input in a job of its own: cached, the key scan and the
+    # aggregation run once, not twice (the winners are two integers per key).
+    winners = _winners(spark, plan, lake).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        rewrite = PartitionRewrite(
+            lake=lake,
+            files={p.partition: tuple(f.location for f in p.files) for p in plan.partitions},
+            boundary_offset=plan.boundary_offset,
+            tombstone_cutoff_ms=plan.tombstone_cutoff_ms,
+            run_id=plan.run_id,
+            max_records_per_file=max_records_per_file,
         )
+        rows = (
+            winners.unionByName(_markers(spark, plan))
+            .repartitionByRange(len(plan.partitions), PARTITION_COLUMN)
+            .groupBy(PARTITION_COLUMN)
+            .applyInArrow(_rewrite_udf(rewrite), SPARK_REWRITE_SCHEMA)
+            .collect()
+        )
+    finally:
+        winners.unpersist()
+    return job_output(rows, [p.partition for p in plan.partitions])
 
 
-def read_lake_files(spark: SparkSession, table_root: str, locations: Sequence[str]) -> DataFrame:
-    """Exactly the listed files (a snapshot's), with ``partition`` from their directories:
-    reading the directory instead would also read files the snapshot no longer lists."""
-    return spark.read.option("basePath", table_root).schema(SPARK_LAKE_SCHEMA).parquet(*locations)
-
-
-@dataclass
-class CompactedFrame:
-    """The rows that stay, the observations made while writing them, and the cached winners
-    to release once written."""
-
-    frame: DataFrame
-    metrics: CompactionMetrics
-    winners: DataFrame
-    broadcast: bool
-
-    def release(self) -> None:
-        self.winners.unpersist()
-
-
-def compacted_frame(
-    source: DataFrame, boundary_offset: int | None, tombstone_cutoff_ms: int
-) -> CompactedFrame:
-    """The rows that stay: keyless rows, rows at or above the boundary, and each key's latest
-    row below it unless that is a tombstone older than the cutoff.
-
-    The winners (partition and offset of each key's latest row) are computed first and cached:
-    their exact size then decides the join. Up to BROADCAST_MAX_WINNERS they are broadcast, and
-    the keyed rows are filtered where they are read, never shuffled; Spark alone would plan a
-    sort-merge join and shuffle every row before AQE could see how small the winners are."""
-    below = F.lit(True) if boundary_offset is None else F.col("offset") < boundary_offset
-    keyed = source.where(F.col("key").isNotNull() & below)
-    winners = (
-        keyed.groupBy(PARTITION_COLUMN, "key")
+def _winners(spark: SparkSession, plan: CompactionPlan, lake: LakeAccess) -> DataFrame:
+    """``(partition, offset)`` of the latest row of each key below the boundary."""
+    files = plan.files
+    scan = KeyScan(lake, tuple((f.location, f.partition) for f in files), plan.boundary_offset)
+    tasks = max(1, min(len(files), spark.sparkContext.defaultParallelism * SCAN_TASKS_PER_CORE))
+    keys = spark.range(0, len(files), 1, tasks).mapInArrow(
+        functools.partial(scan_keys, scan), SPARK_KEY_SCHEMA
+    )
+    return (
+        keys.groupBy(PARTITION_COLUMN, "key")
         .agg(F.max("offset").alias("offset"))
-        .select(PARTITION_COLUMN, "offset")
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-    broadcast = winners.count() <= BROADCAST_MAX_WINNERS
-    latest = keyed.join(
-        F.broadcast(winners) if broadcast else winners, [PARTITION_COLUMN, "offset"], "left_semi"
-    )
-    tombstone = F.col("value").isNull() | (F.length("value") == 0)
-    cutoff = F.timestamp_micros(F.lit(tombstone_cutoff_ms * MICROS_PER_MILLI))
-    expired = tombstone & (F.col("timestamp") < cutoff)
-    metrics = CompactionMetrics()
-    latest = latest.observe(metrics.removed, _count_if(expired).alias("removed"))
-    kept = latest.where(~expired).observe(
-        metrics.kept,
-        _count_if(tombstone).alias("kept"),
-        F.min(F.when(tombstone, F.unix_micros("timestamp"))).alias("oldest_kept"),
-        F.collect_set(F.when(tombstone, F.col(PARTITION_COLUMN))).alias("partitions"),
-    )
-    untouched = source.where(F.col("key").isNull() | ~below)
-    return CompactedFrame(kept.unionByName(untouched), metrics, winners, broadcast)
-
-
-def write_compacted(
-    frame: DataFrame, staging_dir: str, partitions: int, max_records_per_file: int
-) -> None:
-    """Write ``frame`` as ``<staging_dir>/partition=<p>/*.parquet``, one task per partition,
-    sorted by offset."""
-    spark = frame.sparkSession
-    spark.conf.set(*TIMESTAMP_SETTING)
-    tasks = max(1, min(partitions, spark.sparkContext.defaultParallelism))
-    (
-        frame.repartition(tasks, PARTITION_COLUMN)
-        .sortWithinPartitions(PARTITION_COLUMN, "offset")
-        .write.option("maxRecordsPerFile", max_records_per_file)
-        .option("compression", "snappy")
-        .partitionBy(PARTITION_COLUMN)
-        .mode("errorifexists")
-        .parquet(staging_dir)
+        .select(*WINNER_COLUMNS)
     )
 
 
-def _count_if(condition: Column) -> Column:
-    return F.count(F.when(condition, F.lit(1)))
+def _rewrite_udf(spec: PartitionRewrite) -> Callable[..., Any]:
+    """The ``applyInArrow`` function: deliberately without type hints (and not a
+    ``functools.partial``), so PySpark takes it as the plain ``(key, table) -> table`` form;
+    its hint inference fails on partials (pyspark 4.3)."""
+
+    def rewrite(key, table):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202
+        return rewrite_partition(spec, key, table)
+
+    return rewrite
 
 
-def spark_settings() -> dict[str, Any]:
-    """Settings a session built for compaction should have (see ``session.py``)."""
-    return dict([TIMESTAMP_SETTING])
+def _markers(spark: SparkSession, plan: CompactionPlan) -> DataFrame:
+    """One row per computed partition, so every one gets its rewrite task."""
+    rows = [(p.partition, NO_WINNER) for p in plan.partitions]
+    return spark.createDataFrame(rows, MARKER_SCHEMA)
+
+
+def job_output(rows: Sequence[Row], partitions: Sequence[int]) -> JobOutput:
+    """The tasks' rows as per-partition outputs and tombstone counts (pure)."""
+    files: dict[int, list[NewFile]] = {}
+    summaries: dict[int, Row] = {}
+    for row in rows:
+        p = int(row[PARTITION_COLUMN])
+        if row["path"] is None:
+            summaries[p] = row
+        else:
+            files.setdefault(p, []).append(
+                NewFile(
+                    row["path"],
+                    p,
+                    row["size_bytes"],
+                    row["modification_time_ms"],
+                    row["stats_json"],
+                )
+            )
+    missing = sorted(set(partitions) - set(summaries))
+    if missing:
+        raise CompactionError(f"the compaction job reported nothing for partition(s) {missing}")
+    outputs = {
+        p: PartitionOutput(
+            p,
+            int(summaries[p]["rows_in"]),
+            int(summaries[p]["rows_out"]),
+            tuple(sorted(files.get(p, []), key=lambda f: f.path)),
+        )
+        for p in partitions
+    }
+    return JobOutput(outputs, _tombstones(summaries))
+
+
+def _tombstones(summaries: dict[int, Row]) -> TombstoneCounts:
+    oldest = [s["oldest_kept_ms"] for s in summaries.values() if s["oldest_kept_ms"] is not None]
+    return TombstoneCounts(
+        removed=sum(int(s["tombstones_removed"]) for s in summaries.values()),
+        kept=sum(int(s["tombstones_kept"]) for s in summaries.values()),
+        oldest_kept_ms=min(oldest) if oldest else None,
+        partitions_with_kept=frozenset(p for p, s in summaries.items() if s["tombstones_kept"]),
+    )
+
+
+def spark_settings() -> dict[str, str]:
+    """Settings a session built for compaction should have (see ``session.py``): none beyond
+    the local defaults, since Spark writes no file (timestamps are pyarrow's, in micros)."""
+    return {}

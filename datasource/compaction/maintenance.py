@@ -17,7 +17,6 @@ from datasource.compaction.settings import (
     CompactionTarget,
     Progress,
 )
-from datasource.compaction.staging import local_table_root
 from spark_log.errors import LakeError
 from spark_log.lake.errors import LakeCommitConflictError
 from spark_log.lake.maintenance import vacuum_table
@@ -34,9 +33,8 @@ def run_maintenance(
             progress("optimize: packing small files")
             try:
                 outcome = pack_small_files(
-                    target.table_uri,
+                    target.storage,
                     target.stream,
-                    local_table_root(target.table_uri),
                     options.optimize_target_bytes,
                     int(time.time() * 1000),
                 )
@@ -50,7 +48,7 @@ def run_maintenance(
                     "export or compaction running longer may lose files it still reads"
                 )
             progress(f"vacuum: files unreferenced for {options.vacuum_retention_hours:g}h")
-            vacuumed = len(vacuum_table(target.table_uri, options.vacuum_retention_hours))
+            vacuumed = len(vacuum_table(target.storage, options.vacuum_retention_hours))
     except LakeError as exc:
         return MaintenanceResult(removed, added, vacuumed, tuple(notes), error=str(exc))
     return MaintenanceResult(removed, added, vacuumed, tuple(notes))

@@ -10,19 +10,23 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from datasource.compaction.errors import CompactionConflictError, CompactionDisabledError
+from datasource.compaction.errors import (
+    CompactionConflictError,
+    CompactionDisabledError,
+    UnsupportedLakeError,
+)
 from datasource.compaction.execute import execute_plan, skipped_results
 from datasource.compaction.maintenance import run_maintenance
 from datasource.compaction.plan import CompactionPlan, plan_compaction
 from datasource.compaction.report import CompactionReport
 from datasource.compaction.settings import CompactionOptions, CompactionTarget, Progress
-from datasource.compaction.staging import local_table_root
+from spark_log.errors import LakeError
 from spark_log.lake.errors import LakeCommitConflictError
 from spark_log.lake.rewrite import RewriteSnapshot
+from spark_log.lake.storage import LakeStorage
 
 
 def compact_stream(
@@ -36,12 +40,12 @@ def compact_stream(
     options = options or CompactionOptions()
     say = progress or _quiet
     _require_enabled(target, options)
-    root = local_table_root(target.table_uri)
+    _require_reachable(target.storage)
     started = time.monotonic()
     attempts = 0
     while True:
         attempts += 1
-        report = _attempt(spark, target, options, root, say, now_ms, attempts)
+        report = _attempt(spark, target, options, say, now_ms, attempts)
         if report is not None:
             break
     report = dataclasses.replace(
@@ -56,13 +60,12 @@ def _attempt(
     spark: SparkSession,
     target: CompactionTarget,
     options: CompactionOptions,
-    root: Path,
     say: Progress,
     now_ms: int | None,
     attempt: int,
 ) -> CompactionReport | None:
     """One try; None when the commit race was lost and a retry is allowed."""
-    snapshot = RewriteSnapshot.open(target.table_uri, target.stream)
+    snapshot = RewriteSnapshot.open(target.storage, target.stream)
     if snapshot is None:
         return CompactionReport(target.stream, target.table_uri, "no lake table yet: nothing to do")
     plan = plan_compaction(snapshot, target, options, now_ms or int(time.time() * 1000))
@@ -76,7 +79,7 @@ def _attempt(
             partitions=tuple(skipped_results(plan)),
         )
     try:
-        return execute_plan(spark, snapshot, plan, root, options, say)
+        return execute_plan(spark, snapshot, plan, options, say)
     except LakeCommitConflictError as exc:
         if attempt > options.commit_retries:
             raise CompactionConflictError(
@@ -107,6 +110,18 @@ def _require_enabled(target: CompactionTarget, options: CompactionOptions) -> No
             f"stream {target.stream} was created without compaction; create streams with "
             "--compaction, or pass --force to compact this one anyway"
         )
+
+
+def _require_reachable(storage: LakeStorage) -> None:
+    """Refuse, before Spark starts, a lake pyarrow has no filesystem for: the job's tasks
+    read and write every file through it."""
+    try:
+        storage.filesystem()
+    except LakeError as exc:
+        raise UnsupportedLakeError(
+            f"cannot compact {storage.uri}: {exc.message} (compaction reads and writes lake "
+            "files through pyarrow's filesystems: local paths, file://, s3://, gs://, abfss://)"
+        ) from exc
 
 
 def _quiet(_line: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
@@ -49,6 +49,7 @@ class CompactionSchedule:
         progress: Progress,
         only_stream: str | None = None,
         clock: Callable[[], float] = time.time,
+        lake_options: Mapping[str, str] | None = None,
     ) -> None:
         self._spark = spark
         self._client = client
@@ -57,6 +58,7 @@ class CompactionSchedule:
         self._only = only_stream
         self._clock = clock
         self._looked_ms: dict[str, int] = {}
+        self._lake_options = dict(lake_options or {})
 
     def tick(self) -> TickResult:
         """Compact every scheduled stream that is due; say when the next one will be."""
@@ -86,7 +88,7 @@ class CompactionSchedule:
             stop.wait(max(MIN_WAIT_S, wait))
 
     def _visit(self, name: str, result: TickResult) -> None:
-        target = describe_target(self._client, name)
+        target = describe_target(self._client, name, self._lake_options)
         interval_s = target.compaction_interval_s
         if not target.compaction_enabled or not interval_s:
             return
@@ -116,7 +118,7 @@ class CompactionSchedule:
 
 def last_compaction_ms(target: CompactionTarget) -> int | None:
     """When the table was last compacted (the run id of its last compaction commit)."""
-    snapshot = RewriteSnapshot.open(target.table_uri, target.stream)
+    snapshot = RewriteSnapshot.open(target.storage, target.stream)
     if snapshot is None:
         return None
     return snapshot.transaction_version(compaction_app_id(target.stream))

@@ -6,12 +6,13 @@ before Spark starts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from datasource.compaction.errors import InvalidCompactionOptionError
 from spark_log.lake.maintenance import DELTA_DEFAULT_RETENTION_HOURS
 from spark_log.lake.packing import DEFAULT_TARGET_FILE_BYTES
+from spark_log.lake.storage import LakeStorage
 
 Progress = Callable[[str], None]
 """Where a run reports what it is doing (the CLI prints each line with the elapsed time)."""
@@ -35,6 +36,15 @@ class CompactionTarget:
     delete_retention_ms: int
     compaction_enabled: bool = True
     compaction_interval_s: float | None = None
+    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """The lake's object-store options (delta-rs names: ``AWS_ENDPOINT_URL``...), from the
+    operator (``--lake-option``, the environment), never from ``describe``, which carries no
+    secrets. Kept out of ``repr`` so a logged target shows no credentials."""
+
+    @property
+    def storage(self) -> LakeStorage:
+        """The table's URI with the lake's store options: how every part of a run reaches it."""
+        return LakeStorage(self.table_uri, self.storage_options)
 
 
 @dataclass(frozen=True)

@@ -1,25 +1,36 @@
 """The streams to compact, as the cluster describes them (REST): table URI and settings.
 
 The compaction job needs no ZooKeeper and no node internals: ``describe`` names the stream's
-Delta table (``lake.uri``) and carries its spec, which is all a run needs.
+Delta table (``lake.uri``) and carries its spec. How to reach the lake's store (endpoint,
+credentials) is the operator's to give (``lake_options``) or the environment's, never
+describe's: describe must not carry secrets.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+
 from datasource.compaction.errors import UnsupportedLakeError
+from datasource.compaction.lake_options import with_environment
 from datasource.compaction.settings import CompactionTarget
 from spark_log.api_models import StreamDescription, StreamList
 from spark_log.rest import RestClient
 
 
-def describe_target(client: RestClient, stream: str) -> CompactionTarget:
-    """The stream's target from ``GET /v1/streams/{stream}``."""
+def describe_target(
+    client: RestClient, stream: str, lake_options: Mapping[str, str] | None = None
+) -> CompactionTarget:
+    """The stream's target from ``GET /v1/streams/{stream}``, reached with ``lake_options``
+    (the lake's store options: the operator's, since describe carries no secrets)."""
     return target_from_describe(
-        StreamDescription.from_json(client.get_json(f"/v1/streams/{stream}"))
+        StreamDescription.from_json(client.get_json(f"/v1/streams/{stream}")), lake_options
     )
 
 
-def target_from_describe(described: StreamDescription) -> CompactionTarget:
+def target_from_describe(
+    described: StreamDescription, lake_options: Mapping[str, str] | None = None
+) -> CompactionTarget:
     """The target from a describe (what ``Client.describe_stream`` returns, too)."""
     if described.lake is None:
         raise UnsupportedLakeError(
@@ -33,6 +44,7 @@ def target_from_describe(described: StreamDescription) -> CompactionTarget:
         delete_retention_ms=described.delete_retention_ms,
         compaction_enabled=described.compaction,
         compaction_interval_s=described.compaction_interval_s,
+        storage_options=with_environment(described.lake.uri, lake_options or {}, os.environ),
     )
 
 

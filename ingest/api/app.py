@@ -11,9 +11,15 @@ from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
 from pydantic import ValidationError
 
-from ingest import admin
+from ingest import admin, decommission, preferred_election, reassign
 from ingest.api.errors import ERROR_RESPONSES, install_error_handlers
-from ingest.api.models import ControlledShutdown, PublishBody, StreamCreate
+from ingest.api.models import (
+    ControlledShutdown,
+    Decommission,
+    PublishBody,
+    ReassignPlan,
+    StreamCreate,
+)
 from ingest.api.strict_params import refuse_unknown_params
 from ingest.produce_request import (
     ProduceAck,
@@ -28,12 +34,14 @@ from spark_log.api_models import (
     BrokerInfo,
     ClusterInfo,
     ControlledShutdownResult,
+    DecommissionPlan,
     FetchResponse,
     FlushResult,
     HealthStatus,
     PartitionFlush,
+    PreferredElection,
     PublishResult,
-    RecordJson,
+    ReassignmentStatus,
     ReplicaView,
     StreamDeleted,
     StreamDescription,
@@ -111,6 +119,31 @@ def _stream_routes(app: FastAPI, node: IngestNode) -> None:
         """Elect a replica outside the ISR. Shows the offsets that may be lost; acts only with
         confirm=true. Committed records above the new leader's LEO are lost."""
         return await admin.unclean_election(node, stream, partition, broker_id, confirm)
+
+    @app.post(
+        "/v1/streams/{stream}/elect-preferred",
+        tags=["streams"],
+        response_model=PreferredElection,
+    )
+    async def elect_preferred(
+        stream: str,
+        partition: Annotated[int | None, Query(description="one partition (default: all)")] = None,
+    ) -> PreferredElection:
+        """Move leadership back to the preferred replica (the first of ``replicas``) where it
+        is live and in the ISR; answered by the controller (other nodes forward)."""
+        return await preferred_election.elect_preferred(node, stream, partition)
+
+    @app.post("/v1/streams/{stream}/reassign", tags=["streams"], response_model=ReassignmentStatus)
+    async def reassign_partitions(stream: str, body: ReassignPlan) -> ReassignmentStatus:
+        """Move partitions' replicas to the target brokers: new replicas catch up and join the
+        ISR before the old ones are dropped (carried out by the controller)."""
+        targets = reassign.plan_targets([(t.partition, t.replicas) for t in body.partitions])
+        return await reassign.submit(node, stream, targets)
+
+    @app.get("/v1/streams/{stream}/reassign", tags=["streams"], response_model=ReassignmentStatus)
+    async def reassignment_progress(stream: str) -> ReassignmentStatus:
+        """The stream's pending reassignments and the phase each is in."""
+        return await reassign.progress(node, stream)
 
     @app.get(
         "/v1/streams/{stream}/partitions/{partition}", tags=["streams"], response_model=ReplicaView
@@ -206,14 +239,15 @@ def _record_routes(app: FastAPI, node: IngestNode) -> None:
                 media_type=ARROW_STREAM_MEDIA_TYPE,
                 headers=headers,
             )
-        body = FetchResponse(
-            records=tuple(_record_json(r, encoding) for r in result.records),
+        body = fetch_response_json(
+            [record_json(r, encoding) for r in result.records],
             high_watermark=result.high_watermark,
             log_start_offset=result.log_start_offset,
             next_offset=result.records[-1].offset + 1 if result.records else offset,
         )
-        # straight to JSON: records skip response-model validation on this hot path
-        return JSONResponse(body.to_json(), headers=headers)
+        # dicts straight to JSON: no model per record on this hot path (FetchResponse stays
+        # the documented response model; a contract test keeps the two shapes equal)
+        return JSONResponse(body, headers=headers)
 
     @app.post(
         "/v1/streams/{stream}/partitions/{partition}/records",
@@ -273,6 +307,12 @@ def _cluster_routes(app: FastAPI, node: IngestNode) -> None:
         remaining = await node.request_controlled_shutdown(body.broker_id)
         return ControlledShutdownResult(body.broker_id, remaining)
 
+    @app.post("/v1/cluster/decommission", tags=["cluster"], response_model=DecommissionPlan)
+    async def decommission_broker(body: Decommission) -> DecommissionPlan:
+        """Move every replica off a broker (reassignments onto the other live brokers,
+        spread evenly); with dry_run, only the plan."""
+        return await decommission.decommission(node, body.broker_id, body.dry_run)
+
     @app.get("/healthz", tags=["health"], response_model=HealthStatus)
     async def healthz() -> HealthStatus:
         """The process is up and serving."""
@@ -292,24 +332,35 @@ def _cluster_routes(app: FastAPI, node: IngestNode) -> None:
         return Response(node.metrics.render(), media_type="text/plain; version=0.0.4")
 
 
-def _record_json(record: Record, encoding: str) -> RecordJson:
-    return RecordJson(
-        offset=record.offset,
-        timestamp=record.timestamp,
-        key=_encode(record.key, encoding),
-        value=_encode(record.value, encoding),
-        headers={k: v.decode("utf-8", "replace") for k, v in record.headers},
-        subject=record.subject,
-    )
+def record_json(record: Record, encoding: str) -> dict[str, Any]:
+    """One fetched record as the JSON object ``RecordJson`` documents, built directly."""
+    return {
+        "offset": record.offset,
+        "timestamp": record.timestamp,
+        "key": _encode(record.key, encoding),
+        "value": _encode(record.value, encoding),
+        "headers": {k: v.decode("utf-8", "replace") for k, v in record.headers},
+        "subject": record.subject,
+    }
+
+
+def fetch_response_json(
+    records: list[dict[str, Any]], *, high_watermark: int, log_start_offset: int, next_offset: int
+) -> dict[str, Any]:
+    """A JSON fetch answer with ``FetchResponse``'s fields, built directly."""
+    return {
+        "records": records,
+        "high_watermark": high_watermark,
+        "log_start_offset": log_start_offset,
+        "next_offset": next_offset,
+    }
 
 
 def publish_result(stream: str, partition: int, acks: list[ProduceAck]) -> PublishResult:
     """The REST publish answer: every record's offset, and ``duplicate`` when the produce
     path found every request already written (nothing new was stored)."""
-    # unpacked, not read by name: a NamedTuple's `count` is tuple.count, not the field
-    unpacked = [tuple(ack) for ack in acks]
-    offsets = tuple(offset + i for offset, count, _dup in unpacked for i in range(count))
-    duplicate = bool(unpacked) and all(dup for _offset, _count, dup in unpacked)
+    offsets = tuple(ack.offset + i for ack in acks for i in range(ack.count))
+    duplicate = bool(acks) and all(ack.duplicate for ack in acks)
     return PublishResult(stream, partition, offsets, duplicate)
 
 

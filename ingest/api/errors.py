@@ -34,6 +34,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "coordinator_error": 503,
     "storage_error": 503,
     "lake_error": 503,
+    "unsafe_lake_store": 503,
     "timeout": 504,
     "not_controller": 421,
     "controller_moved": 503,
@@ -42,6 +43,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "election_not_needed": 409,
     "ineligible_replica": 400,
     "invalid_isr": 400,
+    "reassignment_in_progress": 409,
 }
 
 

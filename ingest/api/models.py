@@ -56,3 +56,21 @@ class PublishBody(_Strict):
 
 class ControlledShutdown(_Strict):
     broker_id: int = Field(ge=0)
+
+
+class PartitionTarget(_Strict):
+    partition: int = Field(ge=0)
+    replicas: list[int] = Field(
+        min_length=1, description="The new assignment in order; the first is the preferred leader"
+    )
+
+
+class ReassignPlan(_Strict):
+    """Kafka's reassignment JSON: the target replicas of some partitions of one stream."""
+
+    partitions: list[PartitionTarget] = Field(min_length=1)
+
+
+class Decommission(_Strict):
+    broker_id: int = Field(ge=0)
+    dry_run: bool = Field(False, description="Only show the plan")

@@ -24,8 +24,21 @@ async def refuse_unknown_params(request: Request) -> None:
     if not isinstance(route, APIRoute):
         return
     _refuse_unknown_query(request, route)
-    if not takes_body(route):
+    if has_body(request) and not takes_body(route):
         _refuse_body(await request.body(), request, route)
+
+
+def has_body(request: Request) -> bool:
+    """Whether the request carries a body at all (a GET, the fetch long-poll included, does
+    not): only then is it worth reading one to refuse it."""
+    headers = request.headers
+    if "transfer-encoding" in headers:
+        return True
+    length = headers.get("content-length")
+    try:
+        return length is not None and int(length) > 0
+    except ValueError:
+        return True  # malformed: let the body check see it
 
 
 def _refuse_unknown_query(request: Request, route: APIRoute) -> None:
@@ -51,10 +64,17 @@ def _refuse_body(body: bytes, request: Request, route: APIRoute) -> None:
     raise InvalidRequestError(f"{request.method} {route.path} takes no body; got {what}")
 
 
+_DECLARED_ATTR = "_liftlog_declared_query_params"
+
+
 def declared_query_params(route: APIRoute) -> frozenset[str]:
-    """The query parameter names (aliases) ``route`` declares, dependencies included (a walk
-    of a few fields per request: cheaper than any cache keyed by unhashable routes)."""
-    return frozenset(_query_names(route.dependant))
+    """The query parameter names (aliases) ``route`` declares, dependencies included; walked
+    once per route object and kept on it (routes are unhashable, so no dict cache)."""
+    declared: frozenset[str] | None = getattr(route, _DECLARED_ATTR, None)
+    if declared is None:
+        declared = frozenset(_query_names(route.dependant))
+        setattr(route, _DECLARED_ATTR, declared)
+    return declared
 
 
 def takes_body(route: APIRoute) -> bool:

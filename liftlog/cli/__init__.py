@@ -14,6 +14,7 @@ import sys
 
 import argcomplete
 
+from liftlog.cli.cluster import add_cluster_parser
 from liftlog.cli.compact import add_compact_parser
 from liftlog.cli.completion import add_completion_parser
 from liftlog.cli.flags import field_flags, to_cli_words
@@ -64,6 +65,7 @@ def _parser_and_flags() -> tuple[argparse.ArgumentParser, dict[str, str]]:
     add_standalone_parser(sub)
     add_node_parser(sub)
     create = add_stream_parser(sub)
+    add_cluster_parser(sub)
     add_publish_parser(sub)
     add_tail_parser(sub)
     add_compact_parser(sub)

@@ -1,20 +1,21 @@
 """Reading several partitions as one stream of records.
 
-Catching up: records up to each partition's current end are merged by (timestamp, partition,
-offset), holding at most one fetched page per partition in memory. Following: every partition
-long-polls at once and records are yielded as they arrive (time order across partitions
-cannot be known before the later records exist).
+Catching up: records up to each partition's high watermark as of the start are merged by
+(timestamp, partition, offset), holding at most one fetched page per partition in memory;
+records committed meanwhile are not waited for (``tail`` ends; ``tail -f`` follows them).
+Following: every partition long-polls at once and records are yielded as they arrive (time
+order across partitions cannot be known before the later records exist). Both read each
+partition through ``Client.subscribe``, which owns the fetch and its retries.
 """
 
 from __future__ import annotations
 
 import asyncio
 import heapq
-from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
-from spark_log.errors import NotLeaderError, UnavailableError
+from spark_log.errors import UnavailableError
 
 TAIL_PAGE_RECORDS = 1000
 FOLLOW_WAIT_MS = 1000
@@ -24,26 +25,36 @@ Item = tuple[int, Any]  # (partition, record)
 
 
 async def merged_records(client: Any, stream: str, offsets: dict[int, int]) -> AsyncIterator[Item]:
-    """Committed records from ``offsets`` (partition → first offset) until each partition has
-    none left, merged by timestamp; ``offsets`` is advanced past every record yielded."""
-    pages: dict[int, deque[Any]] = {}
-    for partition in offsets:
-        page = await _page(client, stream, partition, offsets[partition])
-        if page:
-            pages[partition] = page
-    heap = [_entry(p, page[0]) for p, page in pages.items()]
-    heapq.heapify(heap)
-    while heap:
-        _ts, partition, _offset = heapq.heappop(heap)
-        page = pages[partition]
-        record = page.popleft()
-        offsets[partition] = record.offset + 1
-        yield partition, record
-        if not page:
-            page = await _page(client, stream, partition, offsets[partition])
-            pages[partition] = page
-        if page:
-            heapq.heappush(heap, _entry(partition, page[0]))
+    """Committed records from ``offsets`` (partition → first offset) up to each partition's
+    high watermark taken at the start, merged by timestamp; ``offsets`` is advanced past every
+    record yielded. Ends even while writes continue."""
+    readers = {
+        partition: client.subscribe(
+            stream,
+            partition,
+            offsets[partition],
+            fetch_max_records=TAIL_PAGE_RECORDS,
+            stop_at_end=True,
+        )
+        for partition in offsets
+    }
+    try:
+        heap: list[tuple[int, int, int, Any]] = []
+        for partition, reader in readers.items():  # the first step takes the partition's HW
+            record = await _next_or_none(reader)
+            if record is not None:
+                heap.append(_entry(partition, record))
+        heapq.heapify(heap)
+        while heap:
+            _ts, partition, _offset, record = heapq.heappop(heap)
+            offsets[partition] = record.offset + 1
+            yield partition, record
+            following = await _next_or_none(readers[partition])
+            if following is not None:
+                heapq.heappush(heap, _entry(partition, following))
+    finally:
+        for reader in readers.values():
+            await reader.aclose()
 
 
 async def follow_partitions(
@@ -79,23 +90,27 @@ async def _next(queue: asyncio.Queue[Item], tasks: list[asyncio.Task[None]]) -> 
 async def _poll(
     client: Any, stream: str, partition: int, offset: int, queue: asyncio.Queue[Item]
 ) -> None:
-    while True:
-        try:
-            fetched = await client.fetch(
-                stream, partition, offset, max_records=TAIL_PAGE_RECORDS, wait_ms=FOLLOW_WAIT_MS
-            )
-        except (NotLeaderError, UnavailableError):  # a leader change: ask again
-            await asyncio.sleep(FOLLOW_WAIT_MS / 1000)
-            continue
-        for record in fetched.records:
+    records = client.subscribe(
+        stream,
+        partition,
+        offset,
+        poll_wait_ms=FOLLOW_WAIT_MS,
+        fetch_max_records=TAIL_PAGE_RECORDS,
+    )
+    try:
+        async for record in records:
             await queue.put((partition, record))
-        offset = fetched.next_offset
+    finally:
+        await records.aclose()
 
 
-async def _page(client: Any, stream: str, partition: int, offset: int) -> deque[Any]:
-    fetched = await client.fetch(stream, partition, offset, max_records=TAIL_PAGE_RECORDS)
-    return deque(fetched.records)
+async def _next_or_none(records: AsyncIterator[Any]) -> Any | None:
+    try:
+        return await anext(records)
+    except StopAsyncIteration:
+        return None
 
 
-def _entry(partition: int, record: Any) -> tuple[int, int, int]:
-    return (record.timestamp, partition, record.offset)
+def _entry(partition: int, record: Any) -> tuple[int, int, int, Any]:
+    # (timestamp, partition, offset) is unique, so the record itself is never compared
+    return (record.timestamp, partition, record.offset, record)

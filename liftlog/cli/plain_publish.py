@@ -5,7 +5,6 @@ subject, no Liftlog headers, as a request so the node's ack comes back and is pr
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 import nats
@@ -13,8 +12,9 @@ import nats.errors
 
 from liftlog.cli.common import rest
 from spark_log.api_models import Ack, ClusterInfo, StreamDescription
+from spark_log.client import ack_from_wire, nats_url_from_cluster, no_responders_error
 from spark_log.errors import InvalidRequestError, RequestTimeoutError, UnavailableError
-from spark_log.wire import error_from_json
+from spark_log.wire import decode_ack
 
 PLAIN_ACK_TIMEOUT_S = 10.0
 PLAIN_CONNECT_TIMEOUT_S = 5.0
@@ -30,21 +30,17 @@ async def publish_plain(args: argparse.Namespace, values: list[str]) -> int:
     if not 0 <= partition < spec.partitions:
         raise InvalidRequestError(f"stream {spec.name} has no partition {partition}")
     subject = spec.partition_subject(partition)
-    url = args.nats_url or _nats_url(ClusterInfo.from_json(client.get_json("/v1/cluster")))
+    url = args.nats_url or nats_url_from_cluster(
+        ClusterInfo.from_json(client.get_json("/v1/cluster"))
+    )
     nc = await _connect(url)
     try:
         for value in values:
-            reply = await _request(nc, subject, value.encode())
+            reply = await _request(nc, subject, value.encode(), (spec.name, partition, url))
             print(ack_line(_ack(reply, spec.name)), flush=True)
     finally:
         await nc.close()
     return 0
-
-
-def _nats_url(cluster: ClusterInfo) -> str:
-    if not cluster.brokers:
-        raise UnavailableError("no live broker to learn the NATS URL from; give --nats-url")
-    return cluster.brokers[0].nats_url
 
 
 async def _connect(url: str) -> Any:
@@ -56,21 +52,24 @@ async def _connect(url: str) -> Any:
         raise UnavailableError(f"cannot connect to NATS at {url}: {exc}") from exc
 
 
-async def _request(nc: Any, subject: str, payload: bytes) -> bytes:
+async def _request(nc: Any, subject: str, payload: bytes, where: tuple[str, int, str]) -> bytes:
+    """The reply to one request; ``where`` (stream, partition, NATS URL) names what a
+    no-responders refusal is about, in the client's words."""
     try:
         msg = await nc.request(subject, payload, timeout=PLAIN_ACK_TIMEOUT_S)
     except nats.errors.NoRespondersError:
-        raise UnavailableError(
-            f"no Liftlog node records {subject!r} (no responders); is the stream deleted?"
-        ) from None
+        stream, partition, url = where
+        raise no_responders_error(stream, partition, subject, url) from None
     except nats.errors.TimeoutError:
         raise RequestTimeoutError(f"no ack on {subject!r} within {PLAIN_ACK_TIMEOUT_S}s") from None
     return bytes(msg.data)
 
 
 def _ack(data: bytes, stream: str) -> Ack:
-    """The node's ack (the stream defaults to the one asked for), or its error raised."""
-    body = json.loads(data)
-    if "error" in body:  # the wire's error shape, checked before any model is built
-        raise error_from_json(body["error"])
-    return Ack.from_json({"stream": stream, **body})
+    """The node's ack (the stream defaults to the one asked for), its error ack raised typed,
+    or InvalidRequestError for a reply that is no ack at all."""
+    body = decode_ack(data)
+    try:
+        return ack_from_wire(stream, body)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidRequestError(f"malformed ack {data[:200]!r}") from exc

@@ -18,6 +18,8 @@ from liftlog.embedded.standalone import (
     DEFAULT_STANDALONE_NODES,
     DEFAULT_STANDALONE_ZK_PORT,
 )
+from liftlog.embedded.standalone_ha import HA_CLUSTER_SIZE, HA_DEFAULT_NODES
+from liftlog.embedded.standalone_lake import LAKE_CHOICES, LAKE_LOCAL, LAKE_S3
 
 DEFAULT_NODE_LOG_LEVEL = "INFO"
 # The flag that moves each kind of port (the NATS monitor port is picked free, no flag).
@@ -46,8 +48,17 @@ def add_standalone_parser(sub: Any) -> None:
     p.add_argument(
         "--nodes",
         type=int,
-        default=DEFAULT_STANDALONE_NODES,
-        help=f"number of ingest nodes (default: {DEFAULT_STANDALONE_NODES})",
+        default=None,
+        help=f"number of ingest nodes (default: {DEFAULT_STANDALONE_NODES}, "
+        f"{HA_DEFAULT_NODES} with --ha)",
+    )
+    p.add_argument(
+        "--ha",
+        action="store_true",
+        help=f"the HA topology: a {HA_CLUSTER_SIZE}-server NATS cluster (client ports --nats-port "
+        f"+ i) and a {HA_CLUSTER_SIZE}-server ZooKeeper ensemble (--zk-port + i), the lake on "
+        "an embedded SeaweedFS; node i is attached to NATS server i and lists all of them "
+        "(default: off, one server of each)",
     )
     p.add_argument(
         "--data-dir",
@@ -80,6 +91,14 @@ def add_standalone_parser(sub: Any) -> None:
         help="node settings (TOML) applied to every node; no per-node identity keys "
         "(default: none; see docs/examples/standalone.toml)",
     )
+    p.add_argument(
+        "--lake",
+        choices=LAKE_CHOICES,
+        default=LAKE_LOCAL,
+        help=f"where the nodes export: {LAKE_LOCAL} (<data-dir>/lake) or {LAKE_S3} (an embedded "
+        f"SeaweedFS, bucket s3://liftlog/lake; credentials in the node configs) "
+        f"(default: {LAKE_LOCAL})",
+    )
     p.set_defaults(run=_run_standalone)
 
 
@@ -88,6 +107,8 @@ def _run_standalone(args: argparse.Namespace) -> int:
     from liftlog.embedded.standalone import Standalone
 
     settings = load_node_settings(args.config) if args.config else {}
+    if args.nodes is None:
+        args.nodes = HA_DEFAULT_NODES if args.ha else DEFAULT_STANDALONE_NODES
     stack = Standalone(
         nodes=args.nodes,
         data_dir=args.data_dir,
@@ -96,14 +117,18 @@ def _run_standalone(args: argparse.Namespace) -> int:
         api_port=args.api_port,
         node_overrides=settings,
         report=_say,
+        lake=args.lake,
+        ha=args.ha,
     )
     try:
         stack.check_ports()
     except PortInUseError as exc:
         raise PortsTakenError(exc) from None
     config = f", settings from {args.config}" if args.config else ""
+    topology = ", HA: 3 NATS servers, 3 ZooKeeper servers, S3 lake" if args.ha else ""
     _say(
-        f"starting Liftlog standalone ({args.nodes} node(s), data in {stack.data_dir}{config}) ..."
+        f"starting Liftlog standalone ({args.nodes} node(s){topology}, data in "
+        f"{stack.data_dir}{config}) ..."
     )
     try:
         stack.start()

@@ -9,7 +9,14 @@ from typing import Any
 
 from liftlog.cli.common import add_json_arg, add_server_arg, rest
 from liftlog.cli.describe import print_describe, print_flush, print_stream_list
-from spark_log.api_models import FlushResult, StreamDescription, StreamList, UncleanElection
+from spark_log.api_models import (
+    FlushResult,
+    PreferredElection,
+    ReassignmentStatus,
+    StreamDescription,
+    StreamList,
+    UncleanElection,
+)
 from spark_log.stream_spec import (
     ACK_POLICIES,
     DEFAULT_DELETE_RETENTION_MS,
@@ -40,6 +47,8 @@ def add_stream_parser(sub: Any) -> argparse.ArgumentParser:
     ssub = p.add_subparsers(title="stream commands", metavar="COMMAND")
     create = _create_parser(ssub)
     _unclean_parser(ssub)
+    _preferred_parser(ssub)
+    _reassign_parser(ssub)
     listing = ssub.add_parser("list", help="list streams")
     add_json_arg(listing, "the streams")
     add_server_arg(listing)
@@ -137,6 +146,45 @@ def _unclean_parser(ssub: Any) -> None:
     unclean.set_defaults(run=_stream_elect_unclean)
 
 
+def _preferred_parser(ssub: Any) -> None:
+    preferred = ssub.add_parser(
+        "elect-preferred",
+        help="move leadership back to the preferred replica (where it is live and in sync)",
+    )
+    preferred.add_argument("name", help="the stream")
+    preferred.add_argument("--partition", type=int, help="one partition (default: all)")
+    add_json_arg(preferred, "the controller's answer")
+    add_server_arg(preferred)
+    preferred.set_defaults(run=_stream_elect_preferred)
+
+
+def _reassign_parser(ssub: Any) -> None:
+    reassign = ssub.add_parser(
+        "reassign",
+        help="move partitions' replicas to other brokers (or show the moves in progress)",
+    )
+    reassign.add_argument("name", help="the stream")
+    reassign.add_argument(
+        "--partition", type=int, help="the partition to move (default: none, use --plan)"
+    )
+    reassign.add_argument(
+        "--replicas", help="its new replicas, comma-separated, leader first (2,3; no default)"
+    )
+    reassign.add_argument(
+        "--plan",
+        help='a JSON plan file (default: none): {"partitions": [{"partition": 0, '
+        '"replicas": [2, 3]}]}',
+    )
+    reassign.add_argument(
+        "--status",
+        action="store_true",
+        help="only show the reassignments in progress (default: submit)",
+    )
+    add_json_arg(reassign, "the progress")
+    add_server_arg(reassign)
+    reassign.set_defaults(run=_stream_reassign)
+
+
 def _stream_create(args: argparse.Namespace) -> int:
     body: dict[str, Any] = {
         "name": args.name,
@@ -170,6 +218,56 @@ def _stream_elect_unclean(args: argparse.Namespace) -> int:
         print(f"elected broker {body.leader} at leader epoch {body.leader_epoch}")
     else:
         print("dry run: nothing changed; add --confirm to elect")
+    return 0
+
+
+def _stream_elect_preferred(args: argparse.Namespace) -> int:
+    params = {} if args.partition is None else {"partition": args.partition}
+    path = f"/v1/streams/{args.name}/elect-preferred"
+    body = PreferredElection.from_json(rest(args).request("POST", path, params=params).json())
+    if args.json:
+        print(json.dumps(body.to_json(), indent=2))
+        return 0
+    for p in body.partitions:
+        if p.elected:
+            outcome = f"elected preferred broker {p.preferred} at leader epoch {p.leader_epoch}"
+        elif p.reason is None:
+            outcome = f"preferred broker {p.preferred} already leads"
+        else:
+            outcome = f"leader stays {p.leader}: {p.reason}"
+        print(f"{args.name}/{p.partition}: {outcome}")
+    return 0
+
+
+def _reassign_plan(args: argparse.Namespace) -> dict[str, Any]:
+    """The REST body from ``--plan FILE`` or ``--partition P --replicas A,B``."""
+    if args.plan is not None:
+        with open(args.plan) as plan:
+            body: dict[str, Any] = json.load(plan)
+        return body
+    if args.partition is None or args.replicas is None:
+        raise SystemExit("reassign: give --partition P --replicas A,B[,...], or --plan FILE")
+    replicas = [int(b) for b in args.replicas.split(",") if b.strip()]
+    return {"partitions": [{"partition": args.partition, "replicas": replicas}]}
+
+
+def _stream_reassign(args: argparse.Namespace) -> int:
+    path = f"/v1/streams/{args.name}/reassign"
+    if args.status:
+        body = ReassignmentStatus.from_json(rest(args).get_json(path))
+    else:
+        response = rest(args).request("POST", path, json_body=_reassign_plan(args))
+        body = ReassignmentStatus.from_json(response.json())
+    if args.json:
+        print(json.dumps(body.to_json(), indent=2))
+        return 0
+    if not body.partitions:
+        print(f"{args.name}: no reassignment in progress")
+    for p in body.partitions:
+        print(
+            f"{args.name}/{p.partition}: {list(p.original_replicas)} -> {list(p.target_replicas)}"
+            f" ({p.phase}; replicas {list(p.replicas)}, isr {list(p.isr)}, leader {p.leader})"
+        )
     return 0
 
 

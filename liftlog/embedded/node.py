@@ -15,6 +15,8 @@ from liftlog.embedded.probes import http_ok
 from spark_log.config import NodeConfig, dump_node_config
 
 DEFAULT_NODE_START_TIMEOUT_S = 60.0
+CONFIG_FILE_MODE = 0o600
+"""Node config files are readable by their owner only: they may carry object-store secrets."""
 # The directory holding the spark_log, coordinator and ingest packages, so the child finds
 # them even when the project is run from a checkout rather than installed.
 _SOURCE_ROOT = Path(__file__).resolve().parents[2]
@@ -48,6 +50,7 @@ class NodeProcess(Component):
         self.config_path.parent.mkdir(parents=True, exist_ok=True)
         Path(self.config.data_dir).mkdir(parents=True, exist_ok=True)
         self.config_path.write_text(dump_node_config(self.config))
+        self.config_path.chmod(CONFIG_FILE_MODE)  # the lake's storage options hold secrets
 
     def _argv(self) -> list[str]:
         return [sys.executable, "-m", "ingest", "--config", str(self.config_path)]

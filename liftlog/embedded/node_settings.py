@@ -9,12 +9,12 @@ wondering why the setting did nothing, and applying it would make every node col
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from spark_log.config import NodeConfig
 from spark_log.errors import ConfigError
+from spark_log.toml_file import read_toml
 from spark_log.typed_config import from_mapping
 
 # Identity fields the launcher sets per node, and what to use instead.
@@ -24,6 +24,9 @@ LAUNCHER_OWNED_KEYS: dict[str, str] = {
     "api_host": "the stack listens on 127.0.0.1",
     "api_port": "use --api-port (the first node's; the others follow)",
     "nats_url": "use --nats-port",
+    "nats_servers": "use --nats-port (with --ha, node i lists server i first)",
+    "nats_advertised_url": "the stack advertises the NATS server each node is attached to",
+    "api_advertised_url": "the stack advertises each node's own API URL",
     "zk_connect": "use --zk-port",
 }
 # Placeholder identity used only to check the rest of the file with the real loader.
@@ -32,10 +35,7 @@ _CHECK_IDENTITY = {"broker_id": 1, "data_dir": "/"}
 
 def load_node_settings(path: str | Path) -> dict[str, Any]:
     """The file's settings as a mapping for ``Standalone(node_overrides=...)``, checked."""
-    try:
-        data = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read config {path}: {exc}") from exc
+    data = read_toml(path)
     owned = sorted(set(data) & set(LAUNCHER_OWNED_KEYS))
     if owned:
         reasons = "; ".join(f"{k}: {LAUNCHER_OWNED_KEYS[k]}" for k in owned)

@@ -6,10 +6,10 @@ the user reads "address already in use" deep in a log tail, not knowing which fl
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from liftlog.embedded.ports import port_is_free
 from spark_log.errors import ProcessStartError
 
 
@@ -28,6 +28,17 @@ PORT_NATS_MONITOR = "nats_monitor"
 PORT_ZOOKEEPER = "zookeeper"
 PORT_NODE_API = "node_api"
 
+__all__ = [
+    "PORT_NATS",
+    "PORT_NATS_MONITOR",
+    "PORT_NODE_API",
+    "PORT_ZOOKEEPER",
+    "PlannedPort",
+    "PortInUseError",
+    "busy_ports",
+    "port_is_free",
+]
+
 
 class PortInUseError(ProcessStartError):
     """Ports the stack needs are taken; nothing was started."""
@@ -44,15 +55,3 @@ class PortInUseError(ProcessStartError):
 def busy_ports(host: str, planned: Sequence[PlannedPort]) -> list[PlannedPort]:
     """The planned ports something else listens on now."""
     return [p for p in planned if not port_is_free(host, p.port)]
-
-
-def port_is_free(host: str, port: int) -> bool:
-    """Whether a server could bind ``host:port`` now. SO_REUSEADDR as servers set it, so the
-    TIME_WAIT leftovers of a stack that just stopped do not count as busy."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True

@@ -28,7 +28,7 @@ def free_port_block(count: int, host: str = "127.0.0.1") -> int:
         low, high = 1024, 65_536
     for _ in range(PORT_BLOCK_ATTEMPTS):
         base = random.randrange(low, high - count)
-        if all(_bindable(host, base + i) for i in range(count)):
+        if all(port_is_free(host, base + i) for i in range(count)):
             return base
     raise ProcessStartError(f"found no {count} consecutive free ports in {low}..{high - 1}")
 
@@ -40,8 +40,11 @@ def _ephemeral_low() -> int:
         return DEFAULT_EPHEMERAL_LOW
 
 
-def _bindable(host: str, port: int) -> bool:
+def port_is_free(host: str, port: int) -> bool:
+    """Whether a server could bind ``host:port`` now. SO_REUSEADDR as servers set it, so the
+    TIME_WAIT leftovers of a stack that just stopped do not count as busy."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:

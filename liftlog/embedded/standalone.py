@@ -7,8 +7,12 @@ znodes and sessions included)::
     zookeeper/       zoo.cfg and ZooKeeper's snapshots and transaction logs
     node-<i>/        node i's partition logs
     lake/            the Delta lake all nodes export to (one table per stream incarnation)
+    seaweedfs/       with ``lake="s3"``: the embedded S3 server's store; the lake is then
+                     ``s3://liftlog/lake`` on it instead of ``lake/``
     config/node-<i>.toml
     logs/            nats.log, zookeeper.log, node-<i>.log
+With ``ha=True`` (``--ha``) NATS and ZooKeeper are three servers each (see standalone_ha.py)
+and the lake is on the embedded SeaweedFS.
 """
 
 from __future__ import annotations
@@ -40,6 +44,9 @@ from liftlog.embedded.port_check import (
 from liftlog.embedded.ports import free_port_block
 from liftlog.embedded.process import DEFAULT_STOP_TIMEOUT_S, free_port
 from liftlog.embedded.restarts import NodeRestarter
+from liftlog.embedded.seaweedfs import SeaweedFsServer
+from liftlog.embedded.standalone_ha import HaTopology
+from liftlog.embedded.standalone_lake import LAKE_LOCAL, LAKE_S3, create_lake_bucket, s3_lake_config
 from liftlog.embedded.zookeeper import ZooKeeperServer
 from spark_log.config import LAKE_DIR_NAME, LakeConfig, NodeConfig
 from spark_log.errors import InvalidRequestError, LiftlogError, ProcessStartError
@@ -74,25 +81,45 @@ class Standalone(StartStop):
         jetstream: bool = False,
         nats_monitor_port: int | None = None,
         report: Callable[[str], None] = _quiet,
+        lake: str = LAKE_LOCAL,
+        ha: bool = False,
     ) -> None:
         if nodes < 0:
             raise InvalidRequestError(f"nodes must be >= 0, got {nodes}")
+        if lake not in (LAKE_LOCAL, LAKE_S3):
+            raise InvalidRequestError(f"lake must be {LAKE_LOCAL!r} or {LAKE_S3!r}, got {lake!r}")
         # absolute: the node config files must not depend on the directory a node starts in
         self.data_dir = Path(os.path.abspath(data_dir))
         self.host = host
         self.report = report
         self._owned_dir = False  # set by local(): a temporary directory stop() removes
         logs = self.data_dir / "logs"
-        self.nats = NatsServer(
-            nats_port,
-            self.data_dir / "nats",
-            jetstream,
-            host,
-            monitor_port=nats_monitor_port,
-            log_path=logs / "nats.log",
+        # --ha: a NATS cluster and a ZooKeeper ensemble, and the lake on S3 (as in production)
+        self.ha = HaTopology(self.data_dir, host, nats_port, zk_port) if ha else None
+        lake = LAKE_S3 if ha else lake
+        self.nats = (
+            self.ha.nats.servers[0]
+            if self.ha
+            else NatsServer(
+                nats_port,
+                self.data_dir / "nats",
+                jetstream,
+                host,
+                monitor_port=nats_monitor_port,
+                log_path=logs / "nats.log",
+            )
         )
-        self.zookeeper = ZooKeeperServer(
-            zk_port, self.data_dir / "zookeeper", host, log_path=logs / "zookeeper.log"
+        self.zookeeper = (
+            self.ha.zookeeper.servers[0]
+            if self.ha
+            else ZooKeeperServer(
+                zk_port, self.data_dir / "zookeeper", host, log_path=logs / "zookeeper.log"
+            )
+        )
+        self.seaweedfs = (
+            SeaweedFsServer(self.data_dir / "seaweedfs", host=host, log_path=logs / "seaweedfs.log")
+            if lake == LAKE_S3
+            else None
         )
         self.nodes = [
             self._node_process(i, host, api_port + i - 1, node_overrides or {})
@@ -107,9 +134,8 @@ class Standalone(StartStop):
             data_dir=str(self.data_dir / f"node-{broker_id}"),
             api_host=host,
             api_port=api_port,
-            nats_url=self.nats.url,
-            zk_connect=self.zookeeper.connect_string,
-            lake=LakeConfig(uri=str(self.data_dir / LAKE_DIR_NAME)),  # shared by every node
+            **self._nats_and_zookeeper(broker_id),
+            lake=self._lake_config(),  # shared by every node
         )
         config = from_mapping(NodeConfig, _merge(to_mapping(base), overrides), "node_overrides")
         return NodeProcess(
@@ -117,6 +143,23 @@ class Standalone(StartStop):
             self.data_dir / "config" / f"node-{broker_id}.toml",
             log_path=self.data_dir / "logs" / f"node-{broker_id}.log",
         )
+
+    def _nats_and_zookeeper(self, broker_id: int) -> dict[str, Any]:
+        """Where node ``broker_id`` finds NATS and ZooKeeper (all servers with --ha)."""
+        if self.ha is not None:
+            return self.ha.node_settings(broker_id)
+        return {"nats_url": self.nats.url, "zk_connect": self.zookeeper.connect_string}
+
+    def _lake_config(self) -> LakeConfig:
+        if self.seaweedfs is not None:
+            return s3_lake_config(self.seaweedfs.credentials)
+        return LakeConfig(uri=str(self.data_dir / LAKE_DIR_NAME))
+
+    @property
+    def _core(self) -> list[Component]:
+        """What the nodes need running: NATS, ZooKeeper and, for an S3 lake, SeaweedFS."""
+        core: list[Component] = self.ha.components() if self.ha else [self.nats, self.zookeeper]
+        return core if self.seaweedfs is None else [*core, self.seaweedfs]
 
     @classmethod
     def local(cls, nodes: int = 1, data_dir: str | Path | None = None) -> Self:
@@ -143,11 +186,15 @@ class Standalone(StartStop):
 
     def planned_ports(self) -> list[PlannedPort]:
         """Every port the stack will listen on, with what listens there."""
-        planned = [
-            PlannedPort(self.nats.port, PORT_NATS, "NATS"),
-            PlannedPort(self.nats.monitor_port, PORT_NATS_MONITOR, "NATS monitor"),
-            PlannedPort(self.zookeeper.port, PORT_ZOOKEEPER, "ZooKeeper"),
-        ]
+        planned = (
+            self.ha.planned_ports()
+            if self.ha
+            else [
+                PlannedPort(self.nats.port, PORT_NATS, "NATS"),
+                PlannedPort(self.nats.monitor_port, PORT_NATS_MONITOR, "NATS monitor"),
+                PlannedPort(self.zookeeper.port, PORT_ZOOKEEPER, "ZooKeeper"),
+            ]
+        )
         planned += [
             PlannedPort(n.config.api_port, PORT_NODE_API, f"node {n.broker_id} API")
             for n in self.nodes
@@ -168,7 +215,9 @@ class Standalone(StartStop):
         """
         self.check_ports()
         try:
-            _start_together([self.nats, self.zookeeper])
+            _start_together(self._core)
+            if self.seaweedfs is not None:
+                create_lake_bucket(self.seaweedfs.credentials)
             _start_together(self.nodes)
         except LiftlogError:
             self.stop()
@@ -178,7 +227,7 @@ class Standalone(StartStop):
     def stop(self, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> None:
         """Nodes first (they deregister and flush while ZooKeeper and NATS are still up);
         each stopped process is reported with its PID."""
-        for group in (self.nodes, [self.zookeeper, self.nats]):
+        for group in (self.nodes, self._core[::-1]):
             running = [c for c in group if c.is_running()]
             _stop_together(group, timeout_s)
             for component in running:
@@ -198,11 +247,18 @@ class Standalone(StartStop):
 
     def endpoints(self) -> list[tuple[str, str]]:
         """(name, address) of every component, in the order a user needs them."""
-        found = [
-            ("nats", self.nats.url),
-            ("nats monitor", self.nats.monitor_url),
-            ("zookeeper", self.zookeeper.connect_string),
-        ]
+        found = (
+            self.ha.endpoints()
+            if self.ha
+            else [
+                ("nats", self.nats.url),
+                ("nats monitor", self.nats.monitor_url),
+                ("zookeeper", self.zookeeper.connect_string),
+            ]
+        )
+        if self.seaweedfs is not None:
+            found.append(("s3", self.seaweedfs.endpoint_url))
+            found.append(("lake", self.nodes[0].config.lake.uri if self.nodes else ""))
         found += [(f"node-{n.broker_id} api", n.api_url) for n in self.nodes]
         return found
 
@@ -231,7 +287,7 @@ class Standalone(StartStop):
     def _watch_until(self, signalled: threading.Event) -> None:
         restarters = [NodeRestarter(node, self.report) for node in self.nodes]
         while not signalled.wait(RUN_FOREVER_POLL_INTERVAL_S):
-            for core in (self.nats, self.zookeeper):
+            for core in self._core:
                 if not core.is_running():
                     print(f"{core.name} exited; stopping everything", file=sys.stderr)
                     return

@@ -17,6 +17,8 @@ from liftlog.embedded.probes import four_letter_word
 from spark_log.errors import ProcessStartError
 
 ZK_MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
+# ZooKeeperServerMain ignores server.N lines (it always runs standalone); ensembles use this
+ZK_QUORUM_MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 DEFAULT_ZK_HOST = "127.0.0.1"
 DEFAULT_ZK_START_TIMEOUT_S = 60.0
 # tickTime 500 ms: ZooKeeper's minimum session timeout is 2 ticks, so sessions from 1 s up
@@ -45,6 +47,8 @@ class ZooKeeperServer(Component):
     Restarting on the same ``data_dir`` restores every znode and the sessions that were open:
     ephemeral znodes of a killed client survive until that session times out, as in production.
     """
+
+    main_class = ZK_MAIN_CLASS
 
     def __init__(
         self,
@@ -113,7 +117,7 @@ class ZooKeeperServer(Component):
             f"-Dlog4j2.configurationFile={(self.data_dir / 'log4j2.properties').resolve()}",
             "-cp",
             f"{zookeeper_jars_dir()}/*",
-            ZK_MAIN_CLASS,
+            self.main_class,
             str(self.config_path.resolve()),
         ]
 

@@ -22,3 +22,11 @@ class UnsupportedLakeSchemeError(LakeError):
     """pyarrow has no filesystem for the lake's URI scheme (delta-rs may still write there,
     e.g. ``az://``): the lake's identity cannot be checked, and the Spark source, which reads
     lake files with pyarrow, cannot read it either."""
+
+
+class UnsafeLakeStoreError(LakeError):
+    """The lake's store does not make Delta commits atomic (no put-if-absent for
+    ``_delta_log`` entries, or options that turn it off): two exporters could both commit one
+    version and one commit would be lost, so the node refuses to export there at all."""
+
+    code = "unsafe_lake_store"

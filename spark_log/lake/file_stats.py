@@ -1,10 +1,11 @@
-"""Delta ``add`` statistics for a Parquet file written outside delta-rs (by Spark).
+"""Delta ``add`` statistics for a Parquet file written outside delta-rs (by the compaction
+job's tasks and by small-file packing, through pyarrow).
 
 Readers prune files by these statistics: the ``liftlog`` data source picks the files that
 hold an offset range by ``minValues.offset``/``maxValues.offset``, and Delta readers skip
-files by time. A file added without them is read by every query, so a compaction that wrote
-files with Spark must give them the same statistics delta-rs gives its own files. They come
-from the Parquet footer (Spark writes column statistics), so the file is not read again.
+files by time. A file added without them is read by every query, so a compaction or a pack
+must give its files the same statistics delta-rs gives its own. They come
+from the Parquet footer the writer just produced, so the file is not read again.
 
 Timestamps are written in the Delta convention, ISO-8601 at millisecond precision; the
 minimum is rounded down and the maximum up, so both stay true bounds.

@@ -17,6 +17,7 @@ import pyarrow.fs as pafs
 
 from spark_log.errors import LakeError
 from spark_log.lake.errors import UnsupportedLakeSchemeError
+from spark_log.lake.storage import LakeStorage
 
 IDENTITY_FILE = "_liftlog_lake.json"
 FORMAT_VERSION = 1
@@ -28,10 +29,10 @@ def identity_path(lake_uri: str) -> str:
     return f"{lake_uri.rstrip('/')}/{IDENTITY_FILE}"
 
 
-def read_lake_id(lake_uri: str) -> str | None:
+def read_lake_id(lake: str | LakeStorage) -> str | None:
     """The id in the lake's identity file; None when there is none. An empty file counts as
     none: it is what a writer that crashed right after creating it leaves behind."""
-    filesystem, path = _resolve(identity_path(lake_uri))
+    filesystem, path = _resolve(_storage(lake))
     try:
         with filesystem.open_input_stream(path) as stream:
             raw = stream.read()
@@ -42,11 +43,11 @@ def read_lake_id(lake_uri: str) -> str | None:
     return _parse(raw, path) if raw else None
 
 
-def write_lake_id(lake_uri: str, lake_id: str) -> None:
+def write_lake_id(lake: str | LakeStorage, lake_id: str) -> None:
     """Write the identity file whole: on a local filesystem through a temporary file moved into
     place (readers never see it half written; the lake's directory is created first), on an
     object store with one PUT, which is atomic by itself."""
-    filesystem, path = _resolve(identity_path(lake_uri))
+    filesystem, path = _resolve(_storage(lake))
     body = json.dumps({"version": FORMAT_VERSION, "lake_id": lake_id}).encode()
     try:
         if isinstance(filesystem, pafs.LocalFileSystem):
@@ -65,7 +66,16 @@ def _write(filesystem: Any, path: str, body: bytes) -> None:
         stream.write(body)
 
 
-def _resolve(uri: str) -> tuple[Any, str]:
+def _storage(lake: str | LakeStorage) -> LakeStorage:
+    return LakeStorage(lake) if isinstance(lake, str) else lake
+
+
+def _resolve(storage: LakeStorage) -> tuple[Any, str]:
+    """The identity file's filesystem and path: an S3 lake's through its own options (endpoint,
+    credentials), other URIs through pyarrow's defaults."""
+    uri = identity_path(storage.uri)
+    if storage.is_s3:
+        return storage.filesystem_for(uri)
     if "://" not in uri:
         return pafs.LocalFileSystem(), uri
     try:

@@ -15,16 +15,19 @@ from deltalake import DeltaTable
 
 from spark_log.errors import LakeError
 from spark_log.lake.rewrite import FOREIGN_ERRORS
+from spark_log.lake.storage import LakeStorage
 
 DELTA_DEFAULT_RETENTION_HOURS = 168.0
 """Delta's default ``delta.deletedFileRetentionDuration`` (7 days); below it, delta-rs wants
 an explicit override."""
 
 
-def vacuum_table(uri: str, retention_hours: float, *, full: bool = True) -> list[str]:
-    """Delete files unreferenced for longer than ``retention_hours``; return their paths."""
+def vacuum_table(storage: LakeStorage, retention_hours: float, *, full: bool = True) -> list[str]:
+    """Delete files unreferenced for longer than ``retention_hours`` from the table at
+    ``storage``; return their paths."""
+    uri = storage.uri
     try:
-        return DeltaTable(uri).vacuum(
+        return DeltaTable(uri, storage_options=storage.delta_options()).vacuum(
             retention_hours=_whole_hours(retention_hours),
             dry_run=False,
             enforce_retention_duration=retention_hours >= DELTA_DEFAULT_RETENTION_HOURS,

@@ -16,9 +16,8 @@ never both commit. Rows are streamed batch by batch, so memory stays at one batc
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -29,19 +28,22 @@ from spark_log.lake.compaction_state import (
     compaction_app_id,
     next_run_id,
 )
-from spark_log.lake.layout import FILE_SCHEMA, PARTITION_COLUMN
+from spark_log.lake.file_writer import PartitionFileWriter
+from spark_log.lake.layout import FILE_SCHEMA
 from spark_log.lake.rewrite import (
     FOREIGN_ERRORS,
     NewFile,
     RewriteSnapshot,
     TableFile,
-    discard,
-    new_file,
+    discard_paths,
 )
+from spark_log.lake.storage import LakeStorage
 
 DEFAULT_TARGET_FILE_BYTES = 128 * 1024 * 1024
 """The exporter's ``max_bytes_per_file`` default: packed files are as large as big exports."""
 PACKED_PREFIX = "packed-"
+UNSPLIT_ROWS = 2**62
+"""A packed run becomes one file, whatever its row count (its bytes are bounded instead)."""
 
 
 @dataclass(frozen=True)
@@ -74,10 +76,11 @@ def plan_runs(files: Sequence[TableFile], target_bytes: int) -> list[list[TableF
 
 
 def pack_small_files(
-    uri: str, stream: str, root: Path, target_bytes: int, now_ms: int
+    storage: LakeStorage, stream: str, target_bytes: int, now_ms: int
 ) -> PackOutcome:
-    """Pack every partition's small files; one commit, fenced by the compaction app id."""
-    snapshot = RewriteSnapshot.open(uri, stream)
+    """Pack every partition's small files of the table at ``storage``; one commit, fenced by
+    the compaction app id. Files are read and written through the lake's pyarrow filesystem."""
+    snapshot = RewriteSnapshot.open(storage, stream)
     if snapshot is None:
         return PackOutcome(0, 0, None)
     runs = plan_runs(snapshot.files(), target_bytes)
@@ -85,10 +88,11 @@ def pack_small_files(
         return PackOutcome(0, 0, None)
     app = compaction_app_id(stream)
     run_id = next_run_id(snapshot.transaction_version(app), now_ms)
+    started: list[str] = []
     written: list[NewFile] = []
     try:
         for run in runs:
-            written.append(_write_run(run, root, run_id))
+            written.append(_write_run(storage, run, run_id, started))
         version = snapshot.commit_replace(
             [f for run in runs for f in run],
             written,
@@ -97,27 +101,30 @@ def pack_small_files(
             data_change=False,
         )
     except LakeError:
-        discard(root, written)
+        discard_paths(storage, started)
         raise
     except FOREIGN_ERRORS as exc:
-        discard(root, written)
-        raise LakeError(f"cannot pack the small files of {uri}: {exc}") from exc
+        discard_paths(storage, started)
+        raise LakeError(f"cannot pack the small files of {storage.uri}: {exc}") from exc
     return PackOutcome(sum(len(r) for r in runs), len(written), version)
 
 
-def _write_run(run: list[TableFile], root: Path, run_id: int) -> NewFile:
+def _write_run(
+    storage: LakeStorage, run: list[TableFile], run_id: int, started: list[str]
+) -> NewFile:
     """Stream the run's rows, in order, into one new file of the partition."""
-    partition = run[0].partition
-    relative = f"{PARTITION_COLUMN}={partition}/{PACKED_PREFIX}{run_id}-{uuid.uuid4().hex}.parquet"
-    path = root / relative
-    with pq.ParquetWriter(path, FILE_SCHEMA, compression="snappy") as writer:
-        for f in run:
-            for batch in pq.ParquetFile(f.location).iter_batches(columns=FILE_SCHEMA.names):
-                writer.write_batch(_conform(batch))
-    return new_file(path, relative, partition)
+    name = f"{PACKED_PREFIX}{run_id}-{uuid.uuid4().hex}.parquet"
+    writer = PartitionFileWriter(storage, run[0].partition, lambda _n: name, UNSPLIT_ROWS)
+    try:
+        writer.write_all(_batches(storage, run))
+        (packed,) = writer.close()
+    finally:
+        started.extend(writer.relative_paths_started())
+    return packed
 
 
-def _conform(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """Files written by Spark and by delta-rs differ in nullability and field metadata only."""
-    arrays = [batch.column(name).cast(FILE_SCHEMA.field(name).type) for name in FILE_SCHEMA.names]
-    return pa.RecordBatch.from_arrays(arrays, schema=FILE_SCHEMA)
+def _batches(storage: LakeStorage, run: list[TableFile]) -> Iterator[pa.RecordBatch]:
+    for f in run:
+        fs, path = storage.filesystem_for(f.location)
+        with fs.open_input_file(path) as source:
+            yield from pq.ParquetFile(source).iter_batches(columns=FILE_SCHEMA.names)

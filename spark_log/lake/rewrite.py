@@ -28,7 +28,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -41,6 +40,7 @@ from spark_log.errors import LakeError
 from spark_log.lake.errors import LakeCommitConflictError
 from spark_log.lake.file_stats import parquet_stats_json
 from spark_log.lake.layout import LAKE_SCHEMA, PARTITION_COLUMN, app_id, file_location
+from spark_log.lake.storage import LakeStorage
 from spark_log.lake.table import FOREIGN_ERRORS, MAX_COMMIT_RETRIES
 
 
@@ -74,18 +74,22 @@ class RewriteSnapshot:
     """One loaded version of a stream's table: list its files, read its app transactions,
     and commit a replacement of files against exactly this version."""
 
-    def __init__(self, table: DeltaTable, uri: str, stream: str) -> None:
+    def __init__(self, table: DeltaTable, storage: LakeStorage, stream: str) -> None:
         self._table = table
-        self.uri = uri
+        self.storage = storage
+        self.uri = storage.uri
         self.stream = stream
 
     @classmethod
-    def open(cls, uri: str, stream: str) -> RewriteSnapshot | None:
-        """The table's latest version; None when the table does not exist (nothing exported)."""
+    def open(cls, storage: LakeStorage, stream: str) -> RewriteSnapshot | None:
+        """The table's latest version; None when the table does not exist (nothing exported).
+        ``storage`` is the table's URI with the lake's store options."""
+        uri = storage.uri
         try:
-            if not DeltaTable.is_deltatable(uri):
+            options = storage.delta_options()
+            if not DeltaTable.is_deltatable(uri, storage_options=options):
                 return None
-            return cls(DeltaTable(uri), uri, stream)
+            return cls(DeltaTable(uri, storage_options=options), storage, stream)
         except TableNotFoundError:
             return None
         except FOREIGN_ERRORS as exc:
@@ -193,12 +197,13 @@ class RewriteSnapshot:
 
 
 def changed_since(
-    uri: str, app: str, expected_version: int | None, paths: Sequence[str]
+    storage: LakeStorage, app: str, expected_version: int | None, paths: Sequence[str]
 ) -> str | None:
     """Why a compaction planned on an older version must not commit, judged on the latest
     version (None: it may). Cheap, and it catches removers that do not carry the app id."""
+    uri = storage.uri
     try:
-        latest = DeltaTable(uri)
+        latest = DeltaTable(uri, storage_options=storage.delta_options())
         version = latest.transaction_version(app)
         present = set(pa.table(latest.get_add_actions(flatten=False)).column("path").to_pylist())
     except FOREIGN_ERRORS as exc:
@@ -219,20 +224,35 @@ def _int_or_none(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-def new_file(path: Path, relative: str, partition: int) -> NewFile:
-    """A file just written into the table's directory, described for the commit (its size,
-    time and Parquet statistics, which readers use to skip it)."""
-    stat = path.stat()
+def written_file(
+    relative: str, partition: int, size_bytes: int, footer: pq.FileMetaData
+) -> NewFile:
+    """A file just written into the table's directory, described for the commit: its size,
+    the write time, and the Parquet statistics from its footer (which readers prune by), all
+    known to the writer, so the store is not asked again."""
     return NewFile(
         path=relative,
         partition=partition,
-        size_bytes=stat.st_size,
-        modification_time_ms=int(stat.st_mtime * 1000),
-        stats_json=parquet_stats_json(pq.ParquetFile(path).metadata),
+        size_bytes=size_bytes,
+        modification_time_ms=int(time.time() * 1000),
+        stats_json=parquet_stats_json(footer),
     )
 
 
-def discard(root: Path, files: list[NewFile]) -> None:
+def discard(storage: LakeStorage, files: Sequence[NewFile]) -> None:
     """Delete written files a commit did not take (only when it surely did not)."""
-    for f in files:
-        (root / f.path).unlink(missing_ok=True)
+    discard_paths(storage, [f.path for f in files])
+
+
+def discard_paths(storage: LakeStorage, relative_paths: Sequence[str]) -> None:
+    """Delete files of the table by their paths relative to its root (absent ones are fine)."""
+    if not relative_paths:
+        return
+    fs, root = storage.filesystem()
+    for relative in relative_paths:
+        try:
+            fs.delete_file(f"{root.rstrip('/')}/{relative}")
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise LakeError(f"cannot delete {relative} of {storage.uri}: {exc}") from exc

@@ -14,15 +14,19 @@ entry. On S3 that needs conditional puts, which delta-rs uses only when told to,
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
 from spark_log.errors import LakeError
+
+if TYPE_CHECKING:
+    from spark_log.config import LakeConfig
 
 S3_SCHEMES = frozenset({"s3", "s3a"})
 CONDITIONAL_PUT_OPTION = "conditional_put"
@@ -54,6 +58,14 @@ class LakeStorage:
     def is_local(self) -> bool:
         return self.scheme == "file"
 
+    @property
+    def is_s3(self) -> bool:
+        return self.scheme in S3_SCHEMES
+
+    def __repr__(self) -> str:
+        """The URI and the option names only: the values may be secrets."""
+        return f"LakeStorage({self.uri!r}, options={sorted(self.options)})"
+
     def at(self, uri: str) -> LakeStorage:
         """The same store options for another URI in this lake (a stream's table)."""
         return LakeStorage(uri, self.options)
@@ -80,24 +92,38 @@ class LakeStorage:
             raise LakeError(f"cannot open the lake's filesystem for {uri}: {exc}") from exc
 
 
+def lake_storage(config: LakeConfig) -> LakeStorage:
+    """The lake a node's config names, with its ``[lake.storage_options]``: the one way node
+    code reaches the lake (exporter, identity check, retention, flush, describe)."""
+    return LakeStorage(config.uri, config.storage_options)
+
+
 def _s3_filesystem(options: Mapping[str, str]) -> pafs.S3FileSystem:
-    """pyarrow's S3 filesystem from delta-rs-style options (absent keys: the AWS defaults,
-    such as the environment and instance credentials)."""
-    endpoint = options.get("aws_endpoint_url") or options.get("aws_endpoint")
+    """pyarrow's S3 filesystem from delta-rs-style options; a name the options lack is taken
+    from the environment as delta-rs takes it (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
+    ...), so both libraries see one store; without either, pyarrow's AWS defaults apply."""
+    endpoint = _setting(options, "aws_endpoint_url") or _setting(options, "aws_endpoint")
     kwargs: dict[str, Any] = {
-        "region": options.get("aws_region", DEFAULT_S3_REGION),
-        "access_key": options.get("aws_access_key_id"),
-        "secret_key": options.get("aws_secret_access_key"),
-        "session_token": options.get("aws_session_token"),
+        "region": _setting(options, "aws_region") or DEFAULT_S3_REGION,
+        "access_key": _setting(options, "aws_access_key_id"),
+        "secret_key": _setting(options, "aws_secret_access_key"),
+        "session_token": _setting(options, "aws_session_token"),
     }
+    if (_setting(options, "aws_virtual_hosted_style_request") or "").lower() in TRUE_WORDS:
+        kwargs["force_virtual_addressing"] = True
     if endpoint:
         parsed = urlparse(endpoint)
         kwargs["endpoint_override"] = parsed.netloc or parsed.path
         kwargs["scheme"] = parsed.scheme or "https"
-    http_allowed = options.get("aws_allow_http", "").lower() in TRUE_WORDS
+    http_allowed = (_setting(options, "aws_allow_http") or "").lower() in TRUE_WORDS
     if kwargs.get("scheme") == "http" and not http_allowed:
         raise LakeError(
             f"the lake's endpoint {endpoint} is plain HTTP; "
             'set AWS_ALLOW_HTTP = "true" to allow it'
         )
     return pafs.S3FileSystem(**{k: v for k, v in kwargs.items() if v is not None})
+
+
+def _setting(options: Mapping[str, str], name: str) -> str | None:
+    """An option, else the environment variable of the same name (upper-case)."""
+    return options.get(name) or os.environ.get(name.upper()) or None

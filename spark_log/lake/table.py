@@ -27,6 +27,7 @@ from deltalake.exceptions import CommitFailedError, DeltaError
 from spark_log.errors import LakeError, NotLeaderError
 from spark_log.lake.errors import LakeCommitConflictError
 from spark_log.lake.layout import LAKE_SCHEMA, PARTITION_COLUMN, app_id
+from spark_log.lake.storage import LakeStorage
 
 # Commits of other partitions that land first only make a commit retry at the next version;
 # with many partitions exporting to one table at once that can take more than delta-rs's
@@ -41,16 +42,19 @@ FOREIGN_ERRORS = (DeltaError, OSError, ValueError, TypeError, pa.ArrowException)
 class LakeTable:
     """The Delta table of one stream incarnation (see ``layout.table_uri``)."""
 
-    def __init__(self, uri: str, stream: str) -> None:
+    def __init__(self, uri: str, stream: str, storage: LakeStorage | None = None) -> None:
+        """``storage``: the lake's store options (``lake_storage(config).at(uri)``); None for a
+        local table."""
         self.uri = uri
         self.stream = stream
+        self._options = (storage or LakeStorage(uri)).at(uri).delta_options()
 
     def ensure_exists(self) -> None:
         """Create the table (LAKE_SCHEMA, partitioned by ``partition``) unless it exists.
 
         Several leaders may try at once: a creator that loses the race finds the table made."""
         try:
-            if DeltaTable.is_deltatable(self.uri):
+            if DeltaTable.is_deltatable(self.uri, self._options):
                 return
             DeltaTable.create(
                 self.uri,
@@ -59,9 +63,10 @@ class LakeTable:
                 mode="ignore",
                 name=self.stream,
                 description=f"Liftlog stream {self.stream}",
+                storage_options=self._options,
             )
         except CommitFailedError as exc:
-            if not _is_table(self.uri):
+            if not _is_table(self.uri, self._options):
                 raise LakeError(f"cannot create the lake table {self.uri}: {exc}") from exc
         except FOREIGN_ERRORS as exc:
             raise LakeError(f"cannot create the lake table {self.uri}: {exc}") from exc
@@ -69,20 +74,20 @@ class LakeTable:
     def snapshot(self) -> LakeSnapshot:
         """The table's latest version."""
         try:
-            return LakeSnapshot(DeltaTable(self.uri), self.stream)
+            return LakeSnapshot(DeltaTable(self.uri, storage_options=self._options), self.stream)
         except FOREIGN_ERRORS as exc:
             raise LakeError(f"cannot read the lake table {self.uri}: {exc}") from exc
 
     def exported_offsets(self, partitions: int) -> dict[int, int | None]:
         """Each partition's lake offset per the table (None: never exported, or no table)."""
-        if not _is_table(self.uri):
+        if not _is_table(self.uri, self._options):
             return dict.fromkeys(range(partitions))
         snapshot = self.snapshot()
         return {p: snapshot.exported_offset(p) for p in range(partitions)}
 
     def first_offsets(self, partitions: int) -> dict[int, int | None]:
         """Each partition's smallest offset in the table (None: no file, or no table)."""
-        if not _is_table(self.uri):
+        if not _is_table(self.uri, self._options):
             return dict.fromkeys(range(partitions))
         snapshot = self.snapshot()
         return {p: snapshot.first_offset(p) for p in range(partitions)}
@@ -159,8 +164,8 @@ class LakeSnapshot:
         return self.version
 
 
-def _is_table(uri: str) -> bool:
+def _is_table(uri: str, options: dict[str, str]) -> bool:
     try:
-        return DeltaTable.is_deltatable(uri)
+        return DeltaTable.is_deltatable(uri, options)
     except FOREIGN_ERRORS as exc:
         raise LakeError(f"cannot reach the lake table {uri}: {exc}") from exc

@@ -22,7 +22,6 @@ import os
 import queue
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -31,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
+from liftlog.embedded.ports import port_is_free
 from tests.docs.blocks import REPO
 from tests.waiting import wait_for
 
@@ -122,7 +122,7 @@ class DocSession:
             if holder.poll() is None and self._holder is not None and self._run_in_ns(_BIND_CHECK):
                 return
             self._stop_holder()
-        busy = [port for port in DEFAULT_PORTS if not _port_free(port)]
+        busy = [port for port in DEFAULT_PORTS if not port_is_free("127.0.0.1", port)]
         if busy:
             raise SessionUnavailableError(
                 f"no network namespace (needs root, unshare, nsenter) and ports {busy} are taken"
@@ -309,12 +309,3 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:120]
     except OSError:
         return "?"
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True

@@ -1,3 +1,3 @@
 """Fault tests run real nodes with the integration fixtures."""
 
-from tests.integration.conftest import make_node, stream_name  # noqa: F401
+from tests.integration.conftest import make_node, stream_name, test_lake  # noqa: F401

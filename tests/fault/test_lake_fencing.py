@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from deltalake import DeltaTable
 
 from spark_log.client import Client
-from spark_log.config import LakeConfig
 from spark_log.errors import LiftlogError
 from tests.fault.acked_load import AckedLoad
 from tests.integration.conftest import create_stream
+from tests.lake_stores import LakeUnderTest, open_delta
 from tests.waiting import wait_for
 
 BATCH = 50
@@ -56,7 +55,7 @@ def _log_values(node: Any, stream: str) -> list[str]:
 
 def _commit_spans(uri: str) -> list[tuple[int, int, int]]:
     """(start, end, broker) of every export commit, oldest first."""
-    history = reversed(DeltaTable(uri).history())
+    history = reversed(open_delta(uri).history())
     return [
         (h["liftlog"]["start_offset"], h["liftlog"]["end_offset"], h["liftlog"]["broker_id"])
         for h in history
@@ -65,7 +64,7 @@ def _commit_spans(uri: str) -> list[tuple[int, int, int]]:
 
 
 def _check_lake_matches_log(uri: str, values: list[str]) -> None:
-    table = DeltaTable(uri).to_pyarrow_table().sort_by("offset")
+    table = open_delta(uri).to_pyarrow_table().sort_by("offset")
     assert table.column("offset").to_pylist() == list(range(len(values))), "gap or overlap"
     assert [v.decode() for v in table.column("value").to_pylist()] == values
     spans = _commit_spans(uri)
@@ -94,9 +93,9 @@ class BatchLoad(AckedLoad):
 
 
 async def test_leader_kill9_mid_export_new_leader_continues_without_gap_or_overlap(
-    make_node, stream_name, tmp_path: Path
+    make_node, stream_name, test_lake: LakeUnderTest
 ):
-    lake = LakeConfig(uri=str(tmp_path / "lake"), export_interval_s=0.2, export_min_bytes=1)
+    lake = test_lake.config(export_interval_s=0.2, export_min_bytes=1)
     nodes = [make_node(i, replica_lag_time_max_s=3.0, lake=lake) for i in (1, 2, 3)]
     with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
         created = create_stream(api, stream_name, replication_factor=3)
@@ -137,12 +136,12 @@ async def test_leader_kill9_mid_export_new_leader_continues_without_gap_or_overl
 
 
 async def test_a_sigstopped_deposed_leader_cannot_commit_after_the_new_leader_exported(
-    make_node, stream_name, tmp_path: Path
+    make_node, stream_name, test_lake: LakeUnderTest
 ):
     # the first leader's records become due 2 s after they were published: it is stopped
     # at once, and resumed after the election (> the 4 s session timeout), so its exporter
     # wakes up overdue the moment it runs, before it learns it was deposed
-    lake = LakeConfig(uri=str(tmp_path / "lake"), export_interval_s=2.0, export_min_bytes=1 << 40)
+    lake = test_lake.config(export_interval_s=2.0, export_min_bytes=1 << 40)
     nodes = [make_node(i, lake=lake) for i in (1, 2, 3)]
     with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
         created = create_stream(api, stream_name, replication_factor=3)
@@ -174,7 +173,7 @@ async def test_a_sigstopped_deposed_leader_cannot_commit_after_the_new_leader_ex
     finally:
         old.resume()
     uri = flushed["lake"]["uri"]
-    version = DeltaTable(uri).version()
+    version = open_delta(uri).version()
     new_id = _partition(other, stream_name)["leader"]
     assert [b for _s, _e, b in _commit_spans(uri)] == [new_id]
     wait_for(
@@ -182,7 +181,7 @@ async def test_a_sigstopped_deposed_leader_cannot_commit_after_the_new_leader_ex
         60,
         message="the resumed old leader learns it is a follower",
     )
-    assert DeltaTable(uri).version() == version, "the deposed leader changed the table"
+    assert open_delta(uri).version() == version, "the deposed leader changed the table"
     assert [b for _s, _e, b in _commit_spans(uri)] == [new_id]
     _check_lake_matches_log(uri, [f"r{i}" for i in range(20)])
     for node in nodes:  # every broker describes the lake offset, followers included

@@ -16,6 +16,7 @@ from liftlog.embedded.node import NodeProcess
 from liftlog.embedded.process import free_port
 from spark_log.config import LakeConfig, LogConfig, NodeConfig
 from tests.integration.spark_session import spark  # noqa: F401  (the shared Spark fixture)
+from tests.lake_stores import LAKE_KINDS, S3, LakeUnderTest, local_lake, s3_lake
 
 NODE_ZK_SESSION_TIMEOUT_S = 4.0
 
@@ -106,3 +107,12 @@ def fetch(api: httpx.Client, name: str, partition: int = 0, **params: Any) -> di
     )
     assert resp.status_code == 200, resp.text
     return resp.json()
+
+
+@pytest.fixture(params=LAKE_KINDS)
+def test_lake(request: pytest.FixtureRequest, tmp_path: Path) -> LakeUnderTest:
+    """The cluster's lake: a local directory, then a bucket on the real S3 server."""
+    if request.param == S3:
+        bucket, credentials = request.getfixturevalue("s3_bucket")
+        return s3_lake(bucket, credentials)
+    return local_lake(tmp_path)

@@ -210,3 +210,41 @@ def test_sync_subscription_can_be_closed_while_following(node, stream_name):
         assert list(live) == []
     with pytest.raises(UnavailableError):
         client.describe_stream(stream_name)  # closed clients say so
+
+
+async def test_discovered_nats_url_is_rediscovered_after_its_server_dies(tmp_path):
+    """The client learns the NATS URL from the cluster, keeps it apart from the user's
+    ``nats_url``, and after the discovered server dies for good it asks the cluster again."""
+    from liftlog.embedded.nats import NatsServer
+    from liftlog.embedded.process import free_port
+    from spark_log.api_models import BrokerInfo
+
+    first = NatsServer(free_port(), tmp_path / "a")
+    second = NatsServer(free_port(), tmp_path / "b")
+    first.start()
+    second.start()
+    current = [first]
+
+    async def cluster() -> ClusterInfo:
+        server = current[0]
+        return ClusterInfo(brokers=(BrokerInfo(1, "127.0.0.1", "http://127.0.0.1:1", server.url),))
+
+    client = Client("http://127.0.0.1:1")
+    client.cluster = cluster  # type: ignore[method-assign]  # the cluster's answer, not NATS
+    try:
+        await client.max_payload()
+        assert client.nats_url is None  # the user's setting is untouched
+        assert client._nc is not None and client._nc.connected_url.port == first.port
+        first.stop()
+        current[0] = second
+        deadline = time.monotonic() + 30
+        while not client._nc.is_closed:
+            assert time.monotonic() < deadline, "the client kept retrying a dead server"
+            await asyncio.sleep(0.05)
+        await client.max_payload()
+        assert client._nc.connected_url.port == second.port
+        assert client.nats_url is None
+    finally:
+        await client.close()
+        first.stop()
+        second.stop()

@@ -23,9 +23,9 @@ from datasource.compaction import (
     compact_stream,
 )
 from datasource.compaction.execute import execute_plan
+from datasource.compaction.output import COMPACTED_PREFIX
 from datasource.compaction.plan import plan_compaction
 from datasource.compaction.report import COMPACTED, SKIPPED
-from datasource.compaction.staging import COMPACTED_PREFIX
 from datasource.compaction.target import describe_target
 from liftlog import cli
 from spark_log.api_models import FlushResult
@@ -33,6 +33,7 @@ from spark_log.errors import LiftlogError
 from spark_log.lake.compaction_state import COMPACTION_METADATA_KEY, compaction_app_id
 from spark_log.lake.errors import LakeCommitConflictError
 from spark_log.lake.rewrite import RewriteSnapshot
+from spark_log.lake.storage import LakeStorage
 from spark_log.rest import RestClient
 from tests.integration.conftest import create_stream
 from tests.waiting import wait_for
@@ -226,11 +227,11 @@ def test_export_and_compaction_race_loses_nothing(node, api, stream_name, spark)
     flush(api, stream_name)
     target = target_of(api, stream_name)
     # first deterministically: an export commits between the compaction's snapshot and its commit
-    snapshot = RewriteSnapshot.open(target.table_uri, stream_name)
+    snapshot = RewriteSnapshot.open(LakeStorage(target.table_uri), stream_name)
     plan = plan_compaction(snapshot, target, QUIET, int(time.time() * 1000))
     published += publish(api, stream_name, 0, [("k1", "after-the-snapshot")])
     assert flush(api, stream_name) == [41, 0]
-    report = execute_plan(spark, snapshot, plan, Path(target.table_uri), QUIET, lambda _: None)
+    report = execute_plan(spark, snapshot, plan, QUIET, lambda _: None)
     assert report.committed and report.committed_version > plan.snapshot_version + 1
     assert [o for _, o, _, _ in table_rows(target.table_uri)] == [*range(33, 40), 40]
     # then exports and compactions (with packing) concurrently
@@ -290,16 +291,16 @@ def test_two_racing_compactions_commit_exactly_once(node, api, stream_name, spar
     target = target_of(api, stream_name)
     root = Path(target.table_uri)
     now = int(time.time() * 1000)
-    first = RewriteSnapshot.open(target.table_uri, stream_name)
-    second = RewriteSnapshot.open(target.table_uri, stream_name)
+    first = RewriteSnapshot.open(LakeStorage(target.table_uri), stream_name)
+    second = RewriteSnapshot.open(LakeStorage(target.table_uri), stream_name)
     plan_a = plan_compaction(first, target, QUIET, now)
     plan_b = plan_compaction(second, target, QUIET, now + 1)
     assert plan_a.snapshot_version == plan_b.snapshot_version
 
-    won = execute_plan(spark, first, plan_a, root, QUIET, lambda _: None)
+    won = execute_plan(spark, first, plan_a, QUIET, lambda _: None)
     assert won.committed
     with pytest.raises(LakeCommitConflictError):
-        execute_plan(spark, second, plan_b, root, QUIET, lambda _: None)
+        execute_plan(spark, second, plan_b, QUIET, lambda _: None)
     assert not list(root.glob(f"partition=0/{COMPACTED_PREFIX}{plan_b.run_id}-*"))  # cleaned up
     assert [o for _, o, _, _ in table_rows(target.table_uri)] == list(range(12, 18))
     assert len(compactions(target.table_uri)) == 1

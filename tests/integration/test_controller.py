@@ -534,3 +534,35 @@ def test_leader_isr_update_is_a_conditional_write(zk_session, start_broker):
         read_partition_state(zk_session, "isr", 5)
     with pytest.raises(PartitionNotFoundError):
         update_isr(zk_session, "isr", 5, shrunk, 0, [leader])
+
+
+# -- preferred-leader election and reassignment ------------------------------------------------
+
+
+def test_preferred_election_waits_for_the_isr_then_moves_leadership_back(
+    zk_session, start_broker, make_controller, loop
+):
+    brokers = {broker_id: start_broker(broker_id) for broker_id in (1, 2, 3)}
+    create_stream(zk_session, "orders")
+    controller = make_controller()
+    wait_for(lambda: controller.is_controller, message="controller elected")
+    preferred = state_of(zk_session, "orders").replicas[0]
+    brokers[preferred].stop()
+    moved = wait_for(
+        lambda: (s := state_of(zk_session, "orders")).leader not in (preferred, -1) and s,
+        message="leadership moved off the preferred replica",
+    )
+    brokers[preferred] = start_broker(preferred)
+    wait_for(lambda: preferred in live_broker_epochs(zk_session), message="it is back")
+
+    (refused,) = run(loop, controller.elect_preferred("orders"))
+    assert not refused.elected and "not in the ISR" in (refused.reason or "")
+
+    state, version = read_partition_state(zk_session, "orders", 0)
+    update_isr(zk_session, "orders", 0, state, version, (*state.isr, preferred))  # caught up
+    (outcome,) = run(loop, controller.elect_preferred("orders", 0))
+    assert outcome.elected and outcome.reason is None
+    after = state_of(zk_session, "orders")
+    assert after.leader == preferred and after.leader_epoch == moved.leader_epoch + 1
+    assert set(after.isr) == set(after.replicas)
+    assert after.controller_epoch == controller.controller_epoch

@@ -204,3 +204,13 @@ async def test_slow_consumer_drops_are_counted(make_node, nats_server, stream_na
             message="recorded + dropped == published",
         )
         assert "slow consumer" in node.log_path.read_text()
+
+
+async def test_plain_publish_with_no_responders_is_the_clients_typed_error(nc, nats_server):
+    """`liftlog publish --plain` on a subject nothing records: NoRespondersError, as the
+    client raises, not a generic UnavailableError."""
+    from liftlog.cli.plain_publish import _request as plain_request
+    from spark_log.errors import NoRespondersError
+
+    with pytest.raises(NoRespondersError, match="nobody-records-this"):
+        await plain_request(nc, "nobody-records-this.in", b"v", ("gone", 0, nats_server.url))

@@ -118,3 +118,23 @@ async def test_duplicate_producer_batch_ack_says_duplicate(api, nc, stream_name)
         "duplicate": True,
     }
     assert fetch(api, stream_name)["high_watermark"] == 3
+
+
+async def test_a_paused_stream_beside_an_active_one_on_the_subject_leaves_the_answer_to_it(
+    api, nc, stream_name
+):
+    """Every request gets the active stream's ack (a stored record is never reported refused)
+    and only that stream stores it; with both paused, the refusal comes back again."""
+    subject = f"{stream_name}.shared"
+    paused, active = f"{stream_name}-p", f"{stream_name}-a"
+    create_stream(api, paused, subject=subject)
+    create_stream(api, active, subject=subject)
+    api.post(f"/v1/streams/{paused}/pause").raise_for_status()
+    answers = [await _request(nc, subject, f"v{i}".encode()) for i in range(20)]
+    assert answers == [{"stream": active, "partition": 0, "offset": i} for i in range(20)]
+    assert fetch(api, paused)["high_watermark"] == 0
+    assert fetch(api, active)["high_watermark"] == 20
+
+    api.post(f"/v1/streams/{active}/pause").raise_for_status()
+    answer = await _request(nc, subject, b"both paused")
+    assert answer["error"]["code"] == "stream_paused"

@@ -22,6 +22,7 @@ from spark_log.api_models import FlushResult, StreamDescription
 from spark_log.client import Client
 from spark_log.config import LakeConfig, LogConfig
 from tests.integration.conftest import create_stream
+from tests.lake_stores import LakeUnderTest, open_delta
 from tests.waiting import wait_for
 
 NEVER_S = 3600.0  # an export interval no test waits for
@@ -71,7 +72,7 @@ def metric(api: httpx.Client, name: str, stream: str) -> float:
 
 
 def lake_rows(uri: str) -> list[dict[str, Any]]:
-    table = DeltaTable(uri).to_pyarrow_table()
+    table = open_delta(uri).to_pyarrow_table()
     return sorted(table.to_pylist(), key=lambda r: (r["partition"], r["offset"]))
 
 
@@ -239,9 +240,9 @@ def test_records_are_exported_by_size_without_a_flush(make_node, stream_name):
 
 
 def test_a_restarted_node_keeps_its_lake_offset_and_continues_without_duplicates(
-    make_node, stream_name
+    make_node, stream_name, test_lake: LakeUnderTest
 ):
-    node = make_node(lake=LakeConfig(export_interval_s=NEVER_S, export_min_bytes=HUGE_BYTES))
+    node = make_node(lake=test_lake.config(export_interval_s=NEVER_S, export_min_bytes=HUGE_BYTES))
     url = f"/v1/streams/{stream_name}/partitions/0/records"
     with httpx.Client(base_url=node.api_url, timeout=30) as api:
         create_stream(api, stream_name)
@@ -269,16 +270,18 @@ def test_a_restarted_node_keeps_its_lake_offset_and_continues_without_duplicates
     ]
     spans = [
         (h["liftlog"]["start_offset"], h["liftlog"]["end_offset"])
-        for h in reversed(DeltaTable(uri).history())
+        for h in reversed(open_delta(uri).history())
         if "liftlog" in h
     ]
     assert spans == [(0, 10), (10, 15)]
 
 
-def test_retention_deletes_only_segments_the_lake_holds(make_node, stream_name):
+def test_retention_deletes_only_segments_the_lake_holds(
+    make_node, stream_name, test_lake: LakeUnderTest
+):
     node = make_node(
         log=LogConfig(segment_bytes=2048, retention_check_interval_ms=100),
-        lake=LakeConfig(export_interval_s=NEVER_S, export_min_bytes=HUGE_BYTES),
+        lake=test_lake.config(export_interval_s=NEVER_S, export_min_bytes=HUGE_BYTES),
     )
     url = f"/v1/streams/{stream_name}/partitions/0/records"
     with httpx.Client(base_url=node.api_url, timeout=30) as api:

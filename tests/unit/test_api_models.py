@@ -59,7 +59,7 @@ def test_to_json_writes_lists_and_nested_objects():
     body = StreamDescription.from_json(DESCRIBE).to_json()
     assert body["partitions"][0]["replicas"] == [2, 1]
     assert "a_newer_node_field" not in body["partitions"][0]
-    assert body["lake"] == {"uri": "file:///lake/orders@7"}
+    assert body["lake"] == {"uri": "file:///lake/orders@7", "export_refused": None}
     assert StreamDescription.from_json(body).to_json() == body
 
 
@@ -119,3 +119,25 @@ def test_summary_and_describe_repeat_every_spec_field():
     spec_fields = {f.name for f in dataclasses.fields(StreamSpec)}
     assert spec_fields <= {f.name for f in dataclasses.fields(StreamSummary)}
     assert spec_fields - {"partitions"} <= {f.name for f in dataclasses.fields(StreamDescription)}
+
+
+def test_a_newer_nodes_spec_fields_are_skipped_when_reading_a_response():
+    """An older client against a newer node: one new spec field must not break describe (and
+    with it every publish, which reads the spec)."""
+    body = {**DESCRIBE, "spec": {**DESCRIBE["spec"], "a_newer_spec_field": 3}}
+    described = StreamDescription.from_json(body)
+    assert described.spec == StreamSpec(name="orders", subject="orders.in", partitions=1)
+
+
+def test_a_spec_from_user_input_still_refuses_unknown_keys():
+    with pytest.raises(InvalidRequestError, match="a_misspelt_key"):
+        StreamSpec.from_json({"name": "orders", "subject": "orders.in", "a_misspelt_key": 1})
+
+
+def test_rest_create_refuses_unknown_fields():
+    from pydantic import ValidationError
+
+    from ingest.api.models import StreamCreate
+
+    with pytest.raises(ValidationError, match="a_misspelt_key"):
+        StreamCreate.model_validate({"name": "o", "subject": "o.in", "a_misspelt_key": 1})

@@ -63,3 +63,18 @@ def test_subscription_bounds():
     assert _fetch_limit(1000, 3, 10, None) == 7
     assert _fetch_limit(1000, 0, None, 4) == 4
     assert _fetch_limit(2, 0, 10, 4) == 2
+
+
+def test_acks_are_built_directly_not_through_the_generic_model_parse(monkeypatch):
+    from spark_log.api_models import Ack
+    from spark_log.client import ack_from_wire
+
+    def generic(*_args, **_kwargs):
+        raise AssertionError("the publish ack path must not use the generic Ack.from_json")
+
+    monkeypatch.setattr(Ack, "from_json", classmethod(generic))
+    body = decode_ack(b'{"stream":"s","partition":2,"offset":7}')
+    assert ack_from_wire("s", body) == Ack("s", 2, 7, 1, False)
+    assert ack_from_wire("s", {"partition": 2, "offset": 7}, 5) == Ack("s", 2, 7, 5, False)
+    batch = decode_ack(b'{"stream":"s","partition":0,"offset":3,"count":4,"duplicate":true}')
+    assert ack_from_wire("s", batch, 1) == Ack("s", 0, 3, 4, True)

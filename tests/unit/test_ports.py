@@ -18,3 +18,19 @@ def test_cluster_ports_are_distinct_and_in_one_block():
     every = [f(i) for i in range(3) for f in (ports.client, ports.monitor, ports.route)]
     assert len(set(every)) == 9
     assert sorted(every) == list(range(20_000, 20_009))
+
+
+def test_one_port_is_free_for_the_stack_check_the_port_blocks_and_the_doc_tests():
+    import socket
+
+    import liftlog.embedded.port_check as port_check
+    import liftlog.embedded.ports as ports
+    import tests.docs.session as session
+
+    assert port_check.port_is_free is ports.port_is_free
+    assert session.port_is_free is ports.port_is_free
+    assert not hasattr(ports, "_bindable") and not hasattr(session, "_port_free")
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        taken = server.getsockname()[1]
+        assert not ports.port_is_free("127.0.0.1", taken)
+    assert ports.port_is_free("127.0.0.1", taken)

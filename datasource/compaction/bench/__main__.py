@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from datasource.compaction import CompactionOptions, CompactionTarget, compact_stream
-from datasource.compaction.bench.baselines import BASELINES, write
+from datasource.compaction.bench.baselines import BASELINES, read_lake_files, write
 from datasource.compaction.bench.data import BENCH_STREAM, TableShape, build_table
-from datasource.compaction.job import read_lake_files
 from datasource.compaction.session import get_or_build_session
 from spark_log.lake.rewrite import RewriteSnapshot
+from spark_log.lake.storage import LakeStorage
 
 TARGET_RATIO = 1.5
 
@@ -54,7 +54,7 @@ def run(shape: TableShape, work: Path, master: str, rounds: int) -> dict[str, An
     rows = build_table(pristine, shape)
     print(f"built {rows:,} rows in {time.monotonic() - t0:.1f}s at {pristine}", flush=True)
     spark, _created = get_or_build_session(master)
-    snapshot = RewriteSnapshot.open(str(pristine), BENCH_STREAM)
+    snapshot = RewriteSnapshot.open(LakeStorage(str(pristine)), BENCH_STREAM)
     files = [f.location for f in snapshot.files()] if snapshot else []
     read_lake_files(spark, str(pristine), files).count()  # warm up the JVM and the file cache
     timings: dict[str, list[float]] = {name: [] for name in [*BASELINES, "compaction"]}

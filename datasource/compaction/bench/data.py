@@ -31,9 +31,21 @@ class TableShape:
         return self.rows // self.partitions // self.files_per_partition
 
 
-def build_table(uri: Path, shape: TableShape, seed: int = 7) -> int:
-    """Create the table; return the number of rows written."""
-    DeltaTable.create(str(uri), LAKE_SCHEMA, partition_by=[PARTITION_COLUMN], name=BENCH_STREAM)
+def build_table(
+    uri: Path | str,
+    shape: TableShape,
+    seed: int = 7,
+    storage_options: dict[str, str] | None = None,
+) -> int:
+    """Create the table (a local path, or an object-store URI reached with
+    ``storage_options``); return the number of rows written."""
+    DeltaTable.create(
+        str(uri),
+        LAKE_SCHEMA,
+        partition_by=[PARTITION_COLUMN],
+        name=BENCH_STREAM,
+        storage_options=storage_options,
+    )
     rng = np.random.default_rng(seed)
     per_file = shape.rows_per_file
     keys_per_partition = max(1, int(per_file * shape.files_per_partition * shape.key_ratio))
@@ -48,6 +60,7 @@ def build_table(uri: Path, shape: TableShape, seed: int = 7) -> int:
             str(uri),
             pa.concat_tables(batches),
             mode="append",
+            storage_options=storage_options,
             commit_properties=CommitProperties(
                 app_transactions=[
                     Transaction(app_id(BENCH_STREAM, p), end) for p in range(shape.partitions)

@@ -42,3 +42,20 @@ def test_unknown_keys_are_refused_naming_the_file_and_key(tmp_path: Path):
     path.write_text('[log]\nfsink = "never"\n')
     with pytest.raises(ConfigError, match=r"s\.toml: unknown key\(s\) log\.fsink"):
         load_node_settings(path)
+
+
+def test_one_toml_reader_with_one_error_wrapping(tmp_path: Path):
+    import liftlog.embedded.node_settings as node_settings
+    from spark_log.toml_file import read_toml
+
+    assert node_settings.read_toml is read_toml
+    good = tmp_path / "good.toml"
+    good.write_text('[log]\nfsync = "never"\n')
+    assert read_toml(good) == {"log": {"fsync": "never"}}
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[log\n")
+    for path in (bad, tmp_path / "missing.toml"):
+        with pytest.raises(ConfigError, match=f"cannot read config {path}"):
+            read_toml(path)
+        with pytest.raises(ConfigError, match=f"cannot read config {path}"):
+            load_node_settings(path)

@@ -108,3 +108,12 @@ def test_sink_options():
     with pytest.raises(InvalidOptionError, match="unknown"):
         sink_options({**BASE, "startingOffsets": "earliest"})
     assert sink_options({**BASE, "checkpointLocation": "/tmp/x"}).stream == "orders"
+
+
+def test_lake_options_use_the_lake_prefix_and_the_storage_allowlist():
+    opts = batch_options(
+        {"servers": "http://a:1", "stream": "s", "lake.AWS_ACCESS_KEY_ID": "id", "lakeUri": "x"}
+    )
+    assert opts.lake_options == (("aws_access_key_id", "id"),)
+    with pytest.raises(InvalidOptionError, match=r"unknown key lake\.aws_endpoint;"):
+        batch_options({"servers": "http://a:1", "stream": "s", "lake.AWS_ENDPOINT": "x"})

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from ingest.leader import AckRouter, Sequenced
 from ingest.produce_request import ProduceRequest
 from spark_log.wire import ack_prefix, encode_ack, encode_duplicate_ack, encode_error
@@ -46,3 +48,25 @@ def test_the_router_picks_the_encoder_by_the_duplicate_flag():
         isr_ok=True,
     )
     assert [(s, json.loads(p).get("duplicate")) for s, p in sent] == [("r1", None), ("r2", True)]
+
+
+def test_the_router_requires_the_duplicate_encoder():
+    import inspect
+
+    parameter = inspect.signature(AckRouter).parameters["encode_duplicate_ack"]
+    assert parameter.default is inspect.Parameter.empty
+    with pytest.raises(TypeError):
+        AckRouter(PREFIX, lambda *_: None, encode_ack, encode_error)  # type: ignore[call-arg]
+
+
+def test_produce_acks_are_read_by_name_into_the_rest_publish_result():
+    from ingest.api.app import publish_result
+    from ingest.produce_request import ProduceAck
+
+    ack = ProduceAck(offset=4, count=3)
+    assert (ack.offset, ack.count, ack.duplicate) == (4, 3, False)
+    assert not isinstance(ack, tuple)
+    result = publish_result("orders", 2, [ack, ProduceAck(9, 1)])
+    assert (result.offsets, result.duplicate) == ((4, 5, 6, 9), False)
+    assert publish_result("orders", 2, [ProduceAck(4, 2, True)]).duplicate
+    assert not publish_result("orders", 2, []).duplicate

@@ -46,6 +46,7 @@ class Hooks:
         self.path: LeaderWritePath | None = None
         self.appended: list[int] = []
         self.offline: str | None = None
+        self.subjects_elsewhere: set[str] = set()
 
     def advance_high_watermark(self) -> None:
         if self.log.log_end_offset > self.log.high_watermark:
@@ -67,6 +68,9 @@ class Hooks:
 
     async def run_maintenance(self) -> None:
         pass
+
+    def recorded_by_another_stream(self, subject: str) -> bool:
+        return subject in self.subjects_elsewhere
 
 
 @dataclass
@@ -144,7 +148,6 @@ async def test_a_paused_leader_counts_what_it_cannot_answer(rig: Rig):
     rig.partition.paused = True
     await rig.path.on_message(Msg("orders.in", "", b"no reply"))
     await rig.path.on_message(Msg("orders.in", "", b"no reply either"))
-    assert rig.path.paused_drops == 2
     sample = rig.metrics.registry.get_sample_value(
         "liftlog_paused_drops_total", {"stream": "orders", "partition": "0"}
     )
@@ -192,7 +195,7 @@ async def test_local_produce_reports_duplicates_and_stamps_the_clock(rig: Rig, c
     clock.advance(5)
     acks = await rig.path.produce([request("m1"), request("m2")])
     assert acks == [ProduceAck(0, 1, True), ProduceAck(1, 1, False)]
-    assert acks[0][:2] == (0, 1)  # callers that index (offset, count) keep working
+    assert (acks[0].offset, acks[0].count, acks[0].duplicate) == (0, 1, True)
     data = rig.log.read(0, 1 << 20)
     stamps = [r.timestamp for r in records_from_batches(data, 0, 2, 10)]
     assert stamps == [clock.now_ms() - 5, clock.now_ms()]
@@ -204,3 +207,26 @@ async def test_a_request_queued_on_a_deposed_leader_is_refused(rig: Rig):
     await eventually(lambda: rig.acks("r1"), what="the refusal")
     assert rig.acks("r1")[0]["error"]["code"] == "not_leader"
     assert rig.log.log_end_offset == 0
+
+
+async def test_a_paused_leader_stays_silent_where_an_active_stream_records_the_subject(rig: Rig):
+    """The active stream's ack must be the only reply the publisher sees: a refusal racing
+    ahead of it would report a stored record as refused."""
+    rig.partition.paused = True
+    hooks = rig.path._hooks  # the rig's Hooks
+    hooks.subjects_elsewhere.add("orders.in")
+    await rig.path.on_message(Msg("orders.in", "r1", b"v"))
+    hooks.subjects_elsewhere.clear()
+    await rig.path.on_message(Msg("orders.in", "r2", b"v"))
+    await eventually(lambda: len(rig.sent) == 1, what="one error ack")
+    assert rig.acks("r1") == []
+    assert rig.acks("r2") == [_paused_ack()]
+
+
+def test_the_dedup_window_has_one_owner(rig: Rig):
+    from ingest.dedup import DedupWindow
+
+    assert rig.path.dedup is rig.path._sequencer.dedup
+    window = DedupWindow(60_000, 10)
+    rig.path.replace_dedup(window)
+    assert rig.path.dedup is window and rig.path._sequencer.dedup is window

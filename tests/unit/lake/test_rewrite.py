@@ -15,6 +15,7 @@ from spark_log.lake.compaction_state import compaction_app_id
 from spark_log.lake.file_stats import parquet_stats_json
 from spark_log.lake.packing import pack_small_files, plan_runs
 from spark_log.lake.rewrite import NewFile, RewriteSnapshot, TableFile, changed_since
+from spark_log.lake.storage import LakeStorage
 from tests.unit.lake.test_lake_table import allowed, rows
 
 APP = compaction_app_id("s")
@@ -50,7 +51,7 @@ def offsets(uri: str) -> list[int]:
 
 
 def test_one_commit_replaces_the_files_read_and_keeps_later_exports(table):
-    snapshot = RewriteSnapshot.open(table.uri, "s")
+    snapshot = RewriteSnapshot.open(LakeStorage(table.uri), "s")
     read = snapshot.files()
     assert [f.records for f in read] == [10, 10, 10] and snapshot.exported_offset(0) == 30
     table.snapshot().append(rows(0, 30, 35), 0, 35, allowed, {})  # an export lands meanwhile
@@ -65,8 +66,8 @@ def test_one_commit_replaces_the_files_read_and_keeps_later_exports(table):
 
 
 def test_two_compactions_of_one_snapshot_cannot_both_commit(table):
-    first = RewriteSnapshot.open(table.uri, "s")
-    second = RewriteSnapshot.open(table.uri, "s")
+    first = RewriteSnapshot.open(LakeStorage(table.uri), "s")
+    second = RewriteSnapshot.open(LakeStorage(table.uri), "s")
     files = first.files()
     first.commit_replace(files, [compacted_file(table.uri, "a", range(20, 30))], {APP: 1}, {})
     with pytest.raises(LakeCommitConflictError):
@@ -75,26 +76,29 @@ def test_two_compactions_of_one_snapshot_cannot_both_commit(table):
 
 
 def test_packing_small_files_fences_a_compaction_that_read_them(table):
-    stale = RewriteSnapshot.open(table.uri, "s")
-    outcome = pack_small_files(table.uri, "s", Path(table.uri), 1 << 20, 5)
+    stale = RewriteSnapshot.open(LakeStorage(table.uri), "s")
+    outcome = pack_small_files(LakeStorage(table.uri), "s", 1 << 20, 5)
     assert (outcome.files_removed, outcome.files_added) == (3, 1)
     dt = DeltaTable(table.uri)
     assert dt.transaction_version(APP) == 5 and dt.transaction_version(app_id("s", 0)) == 30
-    (packed,) = RewriteSnapshot.open(table.uri, "s").files()
+    (packed,) = RewriteSnapshot.open(LakeStorage(table.uri), "s").files()
     assert (packed.records, packed.min_offset, packed.max_offset) == (30, 0, 29)
-    assert changed_since(table.uri, APP, None, [f.path for f in stale.files()]) is not None
+    assert (
+        changed_since(LakeStorage(table.uri), APP, None, [f.path for f in stale.files()])
+        is not None
+    )
     with pytest.raises(LakeCommitConflictError):
         stale.commit_replace(
             stale.files(), [compacted_file(table.uri, "c", range(29, 30))], {APP: 1}, {}
         )
     assert offsets(table.uri) == list(range(30))
-    assert pack_small_files(table.uri, "s", Path(table.uri), 1 << 20, 6).table_version is None
+    assert pack_small_files(LakeStorage(table.uri), "s", 1 << 20, 6).table_version is None
 
 
 def test_delta_rs_optimize_still_drops_app_transactions(table):
     """Why packing does not use delta-rs's optimize: a stale compaction would commit after it
     and duplicate rows. If this starts failing, delta-rs carries app transactions now."""
-    stale = RewriteSnapshot.open(table.uri, "s")
+    stale = RewriteSnapshot.open(LakeStorage(table.uri), "s")
     dt = DeltaTable(table.uri)
     dt.optimize.compact(commit_properties=CommitProperties(app_transactions=[Transaction(APP, 5)]))
     assert DeltaTable(table.uri).transaction_version(APP) is None
@@ -105,11 +109,11 @@ def test_delta_rs_optimize_still_drops_app_transactions(table):
 
 
 def test_a_file_removed_outside_liftlog_is_noticed_before_committing(table):
-    snapshot = RewriteSnapshot.open(table.uri, "s")
+    snapshot = RewriteSnapshot.open(LakeStorage(table.uri), "s")
     paths = [f.path for f in snapshot.files()]
-    assert changed_since(table.uri, APP, None, paths) is None
+    assert changed_since(LakeStorage(table.uri), APP, None, paths) is None
     DeltaTable(table.uri).optimize.compact()  # no app transaction: only the re-check sees it
-    assert "removed meanwhile" in (changed_since(table.uri, APP, None, paths) or "")
+    assert "removed meanwhile" in (changed_since(LakeStorage(table.uri), APP, None, paths) or "")
 
 
 def test_runs_are_consecutive_small_files_of_one_partition_up_to_the_target():

@@ -1,0 +1,58 @@
+"""How a node connects to NATS: every server it knows, its credentials, bounded reconnects.
+
+A node outlives NATS servers: when the one it is attached to dies, nats-py moves to the next
+server of the list (and to servers the cluster announced), replays the subscriptions and
+carries on. The options here make that fast and bounded: a dead peer is noticed within a few
+pings instead of nats-py's default of minutes, waits between attempts are short, and
+publishes made while disconnected are buffered only up to ``RECONNECT_BUFFER_BYTES``.
+Attempts themselves are unlimited on purpose: a node is a long-lived server that must come
+back by itself after a NATS outage of any length.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spark_log.config import NatsCredentials, NodeConfig
+
+NATS_CONNECT_TIMEOUT_S = 10.0
+# seconds between two attempts on the same server (the next server is tried at once)
+NATS_RECONNECT_TIME_WAIT_S = 0.5
+UNLIMITED_RECONNECT_ATTEMPTS = -1
+# a server that stops answering (a partition, not a refused connection) is given up after
+# NATS_PING_INTERVAL_S * NATS_MAX_OUTSTANDING_PINGS seconds
+NATS_PING_INTERVAL_S = 5
+NATS_MAX_OUTSTANDING_PINGS = 3
+RECONNECT_BUFFER_BYTES = 64 * 1024 * 1024
+
+
+def nats_connect_options(config: NodeConfig) -> dict[str, Any]:
+    """Keyword arguments for ``nats.connect`` (callbacks excluded) built from the config.
+
+    The servers are tried in the configured order (``dont_randomize``): a node lists its own
+    (nearest) server first.
+    """
+    return {
+        "servers": list(config.nats_server_urls),
+        "name": f"liftlog-node-{config.broker_id}",
+        "connect_timeout": NATS_CONNECT_TIMEOUT_S,
+        "dont_randomize": True,
+        "allow_reconnect": True,
+        "max_reconnect_attempts": UNLIMITED_RECONNECT_ATTEMPTS,
+        "reconnect_time_wait": NATS_RECONNECT_TIME_WAIT_S,
+        "ping_interval": NATS_PING_INTERVAL_S,
+        "max_outstanding_pings": NATS_MAX_OUTSTANDING_PINGS,
+        "pending_size": RECONNECT_BUFFER_BYTES,
+        **credential_options(config.nats),
+    }
+
+
+def credential_options(credentials: NatsCredentials) -> dict[str, Any]:
+    """The nats-py options for one way of authenticating (none when nothing is set)."""
+    if credentials.user:
+        return {"user": credentials.user, "password": credentials.password}
+    if credentials.token:
+        return {"token": credentials.token}
+    if credentials.creds_file:
+        return {"user_credentials": credentials.creds_file}
+    return {}

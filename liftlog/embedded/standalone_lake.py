@@ -1,0 +1,53 @@
+"""Where ``liftlog standalone`` puts the lake: ``<data-dir>/lake`` (``--lake local``, the
+default) or a bucket on its embedded SeaweedFS (``--lake s3``).
+
+The S3 lake's endpoint and generated credentials go into every node's config file as
+``[lake.storage_options]`` (files readable by their owner only), never into code: a node reads
+them as it would a production store's.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from liftlog.embedded.seaweedfs import S3Credentials, create_bucket
+from spark_log.config import LakeConfig
+from spark_log.errors import ProcessStartError
+from spark_log.lake.storage import CONDITIONAL_PUT_ETAG, CONDITIONAL_PUT_OPTION
+
+LAKE_LOCAL = "local"
+LAKE_S3 = "s3"
+LAKE_CHOICES = (LAKE_LOCAL, LAKE_S3)
+STANDALONE_LAKE_BUCKET = "liftlog"
+STANDALONE_LAKE_PREFIX = "lake"
+
+
+def s3_lake_uri() -> str:
+    return f"s3://{STANDALONE_LAKE_BUCKET}/{STANDALONE_LAKE_PREFIX}"
+
+
+def s3_lake_config(credentials: S3Credentials) -> LakeConfig:
+    """Every node's lake on the embedded store: its endpoint (plain HTTP on this machine, so
+    allowed explicitly) and its credentials; conditional puts are checked by each node."""
+    return LakeConfig(
+        uri=s3_lake_uri(),
+        storage_options={
+            "AWS_ENDPOINT_URL": credentials.endpoint_url,
+            "AWS_ACCESS_KEY_ID": credentials.access_key_id,
+            "AWS_SECRET_ACCESS_KEY": credentials.secret_access_key,
+            "AWS_REGION": credentials.region,
+            "AWS_ALLOW_HTTP": "true",
+            CONDITIONAL_PUT_OPTION: CONDITIONAL_PUT_ETAG,
+        },
+    )
+
+
+def create_lake_bucket(credentials: S3Credentials) -> None:
+    """The lake's bucket (kept when it exists: a restart on the same data dir)."""
+    try:
+        create_bucket(credentials, STANDALONE_LAKE_BUCKET)
+    except (OSError, pa.ArrowException) as exc:
+        raise ProcessStartError(
+            f"cannot create the lake bucket {STANDALONE_LAKE_BUCKET} "
+            f"on {credentials.endpoint_url}: {exc}"
+        ) from exc

@@ -1,0 +1,118 @@
+"""Writing Parquet files into a stream's table directory through pyarrow's filesystem of the
+lake (local disk, S3, GCS, Azure alike), in the lake's file format, split at a row bound.
+
+Compaction tasks and small-file packing write their files with this, never through Spark's
+Hadoop file system (whose object-store connectors come from Maven and cannot be assumed).
+The format is what delta-rs writes for the exporter: the ``FILE_SCHEMA`` columns (the
+partition is only in the directory name), ``timestamp`` as ``TIMESTAMP(MICROS, UTC)``, snappy,
+column statistics on. Each finished file is described for a Delta ``add`` action from what
+the writer knows (bytes written, footer), so the store is not asked again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from spark_log.errors import LakeError
+from spark_log.lake.layout import FILE_SCHEMA, PARTITION_COLUMN
+from spark_log.lake.rewrite import NewFile, written_file
+from spark_log.lake.storage import LakeStorage
+
+COMPRESSION = "snappy"
+ROW_GROUP_ROWS = 128 * 1024
+"""Rows per Parquet row group: pyarrow's default of 1 Mi rows makes one group per file, and
+readers that skip row groups by offset statistics could then skip nothing."""
+
+
+def conform(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A batch of lake rows in ``FILE_SCHEMA``: files written by Spark and by delta-rs differ
+    in nullability and field metadata only."""
+    arrays = [batch.column(name).cast(FILE_SCHEMA.field(name).type) for name in FILE_SCHEMA.names]
+    return pa.RecordBatch.from_arrays(arrays, schema=FILE_SCHEMA)
+
+
+class PartitionFileWriter:
+    """Writes batches of one partition as files ``partition=<p>/<name>``, starting a new file
+    every ``max_rows`` rows; ``name_of(n)`` names the n-th file."""
+
+    def __init__(
+        self,
+        storage: LakeStorage,
+        partition: int,
+        name_of: Callable[[int], str],
+        max_rows: int,
+    ) -> None:
+        self._fs, root = storage.filesystem()
+        self._root = root.rstrip("/")
+        self._uri = storage.uri
+        self._partition = partition
+        self._name_of = name_of
+        self._max_rows = max_rows
+        self._written: list[NewFile] = []
+        self._open: tuple[str, pa.NativeFile, pq.ParquetWriter] | None = None
+        self._rows_in_file = 0
+
+    @property
+    def files(self) -> list[NewFile]:
+        """The files finished so far (all of them after ``close``)."""
+        return list(self._written)
+
+    def write_all(self, batches: Iterable[pa.RecordBatch]) -> None:
+        for batch in batches:
+            self.write(batch)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        """Append rows (in the order given), splitting across files at ``max_rows``."""
+        start = 0
+        while start < batch.num_rows:
+            if self._open is None:
+                self._start_file()
+            room = self._max_rows - self._rows_in_file
+            part = batch.slice(start, room)
+            self._writer().write_batch(conform(part), row_group_size=ROW_GROUP_ROWS)
+            self._rows_in_file += part.num_rows
+            start += part.num_rows
+            if self._rows_in_file >= self._max_rows:
+                self._finish_file()
+
+    def close(self) -> list[NewFile]:
+        if self._open is not None:
+            self._finish_file()
+        return self.files
+
+    def relative_paths_started(self) -> list[str]:
+        """Every file begun, finished or not (what to delete when the work is dropped)."""
+        paths = [f.path for f in self._written]
+        if self._open is not None:
+            paths.append(self._open[0])
+        return paths
+
+    def _writer(self) -> pq.ParquetWriter:
+        assert self._open is not None
+        return self._open[2]
+
+    def _start_file(self) -> None:
+        relative = f"{PARTITION_COLUMN}={self._partition}/{self._name_of(len(self._written))}"
+        try:
+            sink = self._fs.open_output_stream(f"{self._root}/{relative}")
+            writer = pq.ParquetWriter(sink, FILE_SCHEMA, compression=COMPRESSION)
+        except (OSError, pa.ArrowException) as exc:
+            raise LakeError(f"cannot write {relative} into {self._uri}: {exc}") from exc
+        self._open = (relative, sink, writer)
+        self._rows_in_file = 0
+
+    def _finish_file(self) -> None:
+        assert self._open is not None
+        relative, sink, writer = self._open
+        try:
+            writer.close()
+            footer = writer.writer.metadata
+            size = sink.tell()
+            sink.close()
+        except (OSError, pa.ArrowException) as exc:
+            raise LakeError(f"cannot finish {relative} in {self._uri}: {exc}") from exc
+        self._open = None
+        self._written.append(written_file(relative, self._partition, size, footer))
