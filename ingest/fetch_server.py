@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 import nats.errors
 
 from ingest.metrics import NodeMetrics
+from ingest.replica_identity import ReplicaIdentity
 from ingest.tail_cache import TailCache
 from spark_log.errors import InvalidRequestError, LiftlogError
 from spark_log.log import PartitionLog
@@ -41,23 +42,11 @@ FETCH_RESPONSE_OVERHEAD_BYTES = 4096
 
 
 @runtime_checkable
-class LeaderReplica(Protocol):
+class LeaderReplica(ReplicaIdentity, Protocol):
     """What a fetch server needs from the leader replica it serves."""
 
     @property
-    def broker_id(self) -> int: ...
-
-    @property
-    def stream_name(self) -> str: ...
-
-    @property
-    def partition(self) -> int: ...
-
-    @property
     def is_leader(self) -> bool: ...
-
-    @property
-    def leader_epoch(self) -> int: ...
 
     @property
     def replicas(self) -> tuple[int, ...]: ...

@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import nats.errors
 
+from ingest.replica_identity import ReplicaIdentity
 from ingest.replication_throttle import ReplicationThrottle
 from spark_log.errors import InvalidRequestError, LiftlogError
 from spark_log.log import PartitionLog
@@ -36,23 +37,11 @@ RETRY_BACKOFF_S = 0.2
 
 
 @runtime_checkable
-class FollowerReplica(Protocol):
+class FollowerReplica(ReplicaIdentity, Protocol):
     """What a fetcher needs from the follower replica it feeds."""
 
     @property
-    def broker_id(self) -> int: ...
-
-    @property
-    def stream_name(self) -> str: ...
-
-    @property
-    def partition(self) -> int: ...
-
-    @property
     def leader_id(self) -> int: ...
-
-    @property
-    def leader_epoch(self) -> int: ...
 
     @property
     def log(self) -> PartitionLog: ...
