@@ -6,6 +6,7 @@ A fixed sleep is either too short on a slow CI machine (flaky) or too long every
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -14,6 +15,7 @@ T = TypeVar("T")
 
 DEFAULT_WAIT_TIMEOUT_S = 10.0
 DEFAULT_WAIT_INTERVAL_S = 0.02
+LOOP_TURN_S = 0.0  # asyncio.sleep(0): give the other ready tasks one turn
 
 
 def wait_for(
@@ -36,3 +38,28 @@ def wait_for(
                 f"timed out after {timeout_s:.1f}s waiting for {message} (last value: {value!r})"
             )
         time.sleep(interval_s)
+
+
+async def wait_for_async(
+    predicate: Callable[[], T],
+    timeout_s: float = DEFAULT_WAIT_TIMEOUT_S,
+    interval_s: float = DEFAULT_WAIT_INTERVAL_S,
+    message: str = "condition",
+) -> T:
+    """``wait_for`` on an event loop: polls without blocking the loop it runs on."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if loop.time() >= deadline:
+            raise AssertionError(
+                f"timed out after {timeout_s:.1f}s waiting for {message} (last value: {value!r})"
+            )
+        await asyncio.sleep(interval_s)
+
+
+async def one_loop_turn() -> None:
+    """Let every other ready task run once (a yield, not a wait for any state)."""
+    await asyncio.sleep(LOOP_TURN_S)

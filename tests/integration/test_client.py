@@ -22,6 +22,7 @@ from spark_log.errors import (
     StreamPausedError,
     UnavailableError,
 )
+from tests.waiting import wait_for_async
 
 
 async def _take(client: Client, stream: str, start, n: int, partition: int = 0) -> list:
@@ -237,10 +238,9 @@ async def test_discovered_nats_url_is_rediscovered_after_its_server_dies(tmp_pat
         assert client._nc is not None and client._nc.connected_url.port == first.port
         first.stop()
         current[0] = second
-        deadline = time.monotonic() + 30
-        while not client._nc.is_closed:
-            assert time.monotonic() < deadline, "the client kept retrying a dead server"
-            await asyncio.sleep(0.05)
+        await wait_for_async(
+            lambda: client._nc.is_closed, 30, message="the client to give up on the dead server"
+        )
         await client.max_payload()
         assert client._nc.connected_url.port == second.port
         assert client.nats_url is None

@@ -13,6 +13,7 @@ from spark_log.errors import UnavailableError
 from spark_log.loop_thread import LoopReentryError, LoopThread
 
 JOIN_TIMEOUT_S = 20.0
+STUBBORN_TICK_S = 0.01
 
 
 async def _value(v: int) -> int:
@@ -64,7 +65,7 @@ def test_a_call_that_ignores_cancellation_still_fails_at_stop(monkeypatch):
         started.set()
         while not release.is_set():
             try:
-                await asyncio.sleep(0.01)
+                await asyncio.sleep(STUBBORN_TICK_S)  # work that ignores cancellation
             except asyncio.CancelledError:
                 continue
 

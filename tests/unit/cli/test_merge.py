@@ -11,6 +11,7 @@ from liftlog.cli import merge
 from liftlog.cli.merge import follow_partitions, merged_records
 from spark_log.client import Client, Fetched
 from spark_log.errors import NotLeaderError
+from tests.waiting import one_loop_turn
 
 
 class PagedPartitions(Client):
@@ -37,7 +38,7 @@ class PagedPartitions(Client):
         wait_ms: int = 0,
     ) -> Fetched:
         self.fetches += 1
-        await asyncio.sleep(0)  # a real fetch suspends; an empty long-poll must not spin
+        await one_loop_turn()  # a real fetch suspends; an empty long-poll must not spin
         if self.refusals:
             self.refusals -= 1
             raise NotLeaderError("a leader change")

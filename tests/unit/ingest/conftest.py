@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import TypeVar
 
 import pytest
+
+from tests.waiting import wait_for_async
 
 T = TypeVar("T")
 
@@ -38,11 +39,4 @@ def clock() -> ManualClock:
 
 async def eventually(predicate: Callable[[], T], timeout_s: float = 10.0, what: str = "it") -> T:
     """Poll ``predicate`` on the event loop until it is truthy (never a fixed sleep)."""
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() >= deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}: {value!r}")
-        await asyncio.sleep(0.01)
+    return await wait_for_async(predicate, timeout_s, message=what)

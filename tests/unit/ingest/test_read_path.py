@@ -14,6 +14,7 @@ from spark_log.config import LogConfig
 from spark_log.errors import OffsetOutOfRangeError
 from spark_log.log import PartitionLog, build_record_batch, encode_batch
 from tests.unit.ingest.conftest import ManualClock
+from tests.waiting import one_loop_turn
 
 LONG_POLL_MS = 10_000
 
@@ -45,7 +46,7 @@ async def test_reads_stop_at_the_high_watermark(log: PartitionLog):
 async def test_a_long_poll_returns_when_the_high_watermark_moves(log: PartitionLog):
     reads = ReadPath("s/0", lambda: log, NodeMetrics())
     poll = asyncio.ensure_future(reads.fetch(3, 100, 1 << 20, LONG_POLL_MS))
-    await asyncio.sleep(0)  # let the poll start waiting
+    await one_loop_turn()  # the poll starts waiting
     assert not poll.done()
     log.set_high_watermark(5)
     reads.signal_high_watermark()
