@@ -12,23 +12,36 @@ connection and its ack subscription live across calls. Use it as a context manag
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from typing import Any
+import functools
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-import pyarrow as pa
-
-from spark_log.api_models import Ack, ClusterInfo, FlushResult, StreamDescription, StreamSummary
+from spark_log.api_models import Ack, StreamDescription
 from spark_log.client import (
     DEFAULT_ACK_TIMEOUT_S,
     DEFAULT_FETCH_RECORDS,
     DEFAULT_POLL_WAIT_MS,
     Client,
-    Fetched,
     Start,
 )
 from spark_log.log import Record
 from spark_log.loop_thread import LoopThread
 from spark_log.rest import DEFAULT_SERVER
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _blocking(
+    method: Callable[Concatenate[Client, P], Coroutine[Any, Any, R]],
+) -> Callable[Concatenate[SyncClient, P], R]:
+    """``Client.method`` as a blocking ``SyncClient`` method: same signature, same errors."""
+
+    def call(self: SyncClient, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self._loop.run(method(self._client, *args, **kwargs))
+
+    functools.update_wrapper(call, method)  # help() and inspect show Client's signature
+    return call
 
 
 class SyncClient:
@@ -66,62 +79,24 @@ class SyncClient:
             finally:
                 self._loop.stop()
 
-    # ----------------------------------------------------------------- admin
+    # ----------------------------------------------------------------- admin, publish, fetch
+    # The same operations as ``Client`` with the same signatures, run to completion.
 
     def create_stream(self, name: str, subject: str, **options: Any) -> StreamDescription:
-        """Create a stream (idempotent for an identical spec); returns its description."""
+        """Create a stream (``options`` as ``Client.create_stream``)."""
         return self._loop.run(self._client.create_stream(name, subject, **options))
 
-    def delete_stream(self, name: str) -> None:
-        self._loop.run(self._client.delete_stream(name))
-
-    def list_streams(self) -> list[StreamSummary]:
-        return self._loop.run(self._client.list_streams())
-
-    def describe_stream(self, name: str) -> StreamDescription:
-        return self._loop.run(self._client.describe_stream(name))
-
-    def pause_stream(self, name: str) -> StreamDescription:
-        return self._loop.run(self._client.pause_stream(name))
-
-    def resume_stream(self, name: str) -> StreamDescription:
-        return self._loop.run(self._client.resume_stream(name))
-
-    def flush_stream(self, name: str) -> FlushResult:
-        return self._loop.run(self._client.flush_stream(name))
-
-    def cluster(self) -> ClusterInfo:
-        return self._loop.run(self._client.cluster())
-
-    # ----------------------------------------------------------------- publish
-
-    def publish(
-        self,
-        stream: str,
-        value: bytes | str,
-        *,
-        key: bytes | str | None = None,
-        headers: Mapping[str, str] | None = None,
-        partition: int | None = None,
-        ack_policy: str | None = None,
-        msg_id: str | None = None,
-        expected_offset: int | None = None,
-        timeout_s: float | None = None,
-    ) -> Ack | None:
-        """Publish one record; returns its Ack (None with ``ack_policy="none"``)."""
-        return self._loop.run(
-            self._client.publish(
-                stream,
-                value,
-                key=key,
-                headers=headers,
-                partition=partition,
-                ack_policy=ack_policy,
-                msg_id=msg_id,
-                expected_offset=expected_offset,
-                timeout_s=timeout_s,
-            )
-        )
+    delete_stream = _blocking(Client.delete_stream)
+    list_streams = _blocking(Client.list_streams)
+    describe_stream = _blocking(Client.describe_stream)
+    pause_stream = _blocking(Client.pause_stream)
+    resume_stream = _blocking(Client.resume_stream)
+    flush_stream = _blocking(Client.flush_stream)
+    cluster = _blocking(Client.cluster)
+    publish = _blocking(Client.publish)
+    publish_table = _blocking(Client.publish_table)
+    fetch = _blocking(Client.fetch)
+    start_offset = _blocking(Client.start_offset)
 
     def publish_batch(
         self,
@@ -149,54 +124,7 @@ class SyncClient:
             )
         )
 
-    def publish_table(
-        self,
-        stream: str,
-        table: pa.Table,
-        *,
-        partition: int,
-        ack_policy: str | None = None,
-        msg_id: str | None = None,
-        timeout_s: float | None = None,
-    ) -> Ack | None:
-        """Publish an Arrow table as one producer batch to ``partition``."""
-        return self._loop.run(
-            self._client.publish_table(
-                stream,
-                table,
-                partition=partition,
-                ack_policy=ack_policy,
-                msg_id=msg_id,
-                timeout_s=timeout_s,
-            )
-        )
-
     # ----------------------------------------------------------------- consume
-
-    def fetch(
-        self,
-        stream: str,
-        partition: int = 0,
-        offset: int | None = None,
-        *,
-        timestamp_ms: int | None = None,
-        max_records: int = DEFAULT_FETCH_RECORDS,
-        wait_ms: int = 0,
-    ) -> Fetched:
-        """One fetch of committed records."""
-        return self._loop.run(
-            self._client.fetch(
-                stream,
-                partition,
-                offset,
-                timestamp_ms=timestamp_ms,
-                max_records=max_records,
-                wait_ms=wait_ms,
-            )
-        )
-
-    def start_offset(self, stream: str, partition: int, start: Start) -> int:
-        return self._loop.run(self._client.start_offset(stream, partition, start))
 
     def subscribe(
         self,
