@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST := $(PY) -m pytest
 
-.PHONY: demo test fault bench bench-spark bench-compact bench-latency lint format clean-venv check-java
+.PHONY: demo test fault fault-ha bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake lint format clean-venv check-java
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory check-java
@@ -34,6 +34,9 @@ test: $(STAMP)
 fault: $(STAMP)
 	$(PYTEST) -q tests/fault
 
+fault-ha: $(STAMP)
+	$(PYTEST) -q tests/fault/test_ha_*.py
+
 bench: $(STAMP)
 	$(VENV)/bin/liftlog bench --json bench/results-latest.json
 
@@ -46,8 +49,25 @@ bench-spark: $(STAMP)
 bench-latency: $(STAMP)
 	PYTHONPATH=. $(PY) bench/stream_latency.py --json bench/results-latency.json
 
+# Reassigning a 1 GB partition to a new broker while an acks=all publisher runs.
+bench-reassign: $(STAMP)
+	PYTHONPATH=. $(PY) bench/reassign.py --size-mb 1024 --runs 3 --json bench/results-reassign.json
+
+# HA recovery: kill -9 of a NATS server -> first ack; ZooKeeper quorum lost and restored ->
+# first stream create and first ack (median and spread over the runs)
+bench-ha: $(STAMP)
+	PYTHONPATH=. $(PY) bench/ha_recovery.py --runs 3 --json bench/results-ha-recovery.json
+
 bench-compact: $(STAMP)
 	$(PY) -m datasource.compaction.bench --rows 2000000 --rounds 3 --json bench/compaction-latest.json
+
+# A local lake beside an s3:// lake on the embedded SeaweedFS, in one run each: export
+# throughput, format("liftlog") reads (native Parquet of the local files as the peer) and
+# compaction; 3 runs per figure, median and spread (about 8 minutes on 2 cores).
+bench-lake: $(STAMP)
+	PYTHONPATH=. $(PY) bench/lake_export.py --records 1000000 --batch-sizes 10000,100000 --runs 3 --json bench/results-lake-export.json
+	PYTHONPATH=. $(PY) bench/spark_read_lake.py --records 4000000 --runs 3 --json bench/results-lake-read.json
+	PYTHONPATH=. $(PY) bench/compact_s3.py --rows 2000000 --runs 3 --json bench/results-lake-compact.json
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 # After the ")" of the command name: ppid is field 1, utime 11, stime 12, cutime 13, cstime 14.
@@ -44,3 +45,8 @@ def tree_cpu_seconds(root: int) -> float:
             total += sum(int(fields[i]) for i in (_UTIME, _STIME, _CUTIME, _CSTIME))
         pending.extend(tree.get(pid, []))
     return total / _CLOCK_TICKS
+
+
+def jvm_pid(spark: Any) -> int:
+    """The pid of a session's driver JVM: the root of the process tree a query runs in."""
+    return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())

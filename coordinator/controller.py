@@ -50,7 +50,7 @@ from coordinator.controller_events import (
     UncleanElection,
 )
 from coordinator.controller_preferred import elect_preferred_in_stream, rebalance_leaders
-from coordinator.controller_reassignment import advance_all
+from coordinator.controller_reassignment import Finished, advance_all
 from coordinator.errors import (
     ControllerMovedError,
     CoordinatorError,
@@ -538,14 +538,8 @@ class Controller:
         )
         for change in done.changes:
             _log_reassignment_step(change, fence)
-        for item in done.finished:
-            log.info(
-                "reassignment of %s/%d complete: replicas %s (were %s)",
-                item.stream,
-                item.partition,
-                list(item.target_replicas),
-                list(item.original_replicas),
-            )
+        for finished in done.finished:
+            _log_reassignment_end(finished)
         if done.retry:
             self._retry_later(Notice.REASSIGNMENTS_CHANGED)
 
@@ -654,6 +648,27 @@ def _log_change(change: PartitionChange, fence: ControllerFence) -> None:
             after.leader_epoch,
             fence.controller_epoch,
         )
+
+
+def _log_reassignment_end(finished: Finished) -> None:
+    item = finished.item
+    if not finished.replicas:
+        return  # the stream was deleted: logged when dropped
+    if not item.cancelling:
+        outcome = "complete"
+    elif finished.replicas == item.target_replicas:
+        outcome = "complete (cancelled after its last step)"
+    else:
+        outcome = "cancelled"
+    log.info(
+        "reassignment of %s/%d %s: replicas %s (were %s, target %s)",
+        item.stream,
+        item.partition,
+        outcome,
+        list(finished.replicas),
+        list(item.original_replicas),
+        list(item.target_replicas),
+    )
 
 
 def _log_reassignment_step(change: PartitionChange, fence: ControllerFence) -> None:

@@ -15,6 +15,17 @@ old one stopped by reading the reassignment znode and the state:
 Every write raises the leader epoch, so the leader re-enters its role with the new replica set
 (its follower tracking and the fetch check that refuses non-replicas follow the assignment),
 and a removed replica's fetches are fenced.
+
+A cancelled reassignment (KIP-455's cancel) goes back instead, through ``cancel_step``:
+
+1. if the leader is not an original replica in the ISR (it is one being added), elect the
+   first original replica that is in the ISR, live and not shutting down;
+2. replicas = original, ISR = ISR ∩ original: the added brokers stop and delete their replica;
+   the replicas a move would have removed were never dropped, so nothing is copied back;
+3. done: the controller deletes the reassignment znode.
+
+A cancel that comes after the move completed (the target assignment written, the znode not yet
+deleted) has nothing left to revert: the move stands, as in Kafka.
 """
 
 from __future__ import annotations
@@ -34,6 +45,7 @@ class Phase(enum.Enum):
     CATCHING_UP = "catching_up"
     MOVING_LEADER = "moving_leader"
     REMOVING = "removing_replicas"
+    CANCELLING = "cancelling"
     DONE = "done"
 
 
@@ -70,6 +82,34 @@ def next_step(
         isr = tuple(b for b in state.isr if b in target)
         return _bumped(state, replicas=tuple(target), isr=isr)
     return None
+
+
+def cancel_phase(state: PartitionState, original: Sequence[int], target: Sequence[int]) -> Phase:
+    """CANCELLING until the partition is back on ``original`` (or the move already completed,
+    which a cancel no longer reverts), then DONE."""
+    if phase(state, target) is Phase.DONE or tuple(state.replicas) == tuple(original):
+        return Phase.DONE
+    return Phase.CANCELLING
+
+
+def cancel_step(
+    state: PartitionState,
+    original: Sequence[int],
+    target: Sequence[int],
+    live: AbstractSet[int],
+    *,
+    shutting_down: AbstractSet[int] = frozenset(),
+) -> PartitionState | None:
+    """The state to write next to revert a cancelled reassignment, or None (done, or waiting
+    for an original replica in the ISR to lead)."""
+    if cancel_phase(state, original, target) is Phase.DONE:
+        return None
+    if state.leader not in original or state.leader not in state.isr:
+        eligible = live - shutting_down
+        leader = next((b for b in original if b in state.isr and b in eligible), None)
+        return None if leader is None else _bumped(state, leader=leader)
+    isr = tuple(b for b in state.isr if b in original)
+    return _bumped(state, replicas=tuple(original), isr=isr)
 
 
 def _bumped(state: PartitionState, **changes: object) -> PartitionState:

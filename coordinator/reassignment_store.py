@@ -1,4 +1,4 @@
-"""Pending reassignments in ZooKeeper: submit, list, finish (see docs/znodes.md).
+"""Pending reassignments in ZooKeeper: submit, list, cancel, finish (see docs/znodes.md).
 
 Any node may submit (the znodes are the request, as Kafka's ``/admin/reassign_partitions``
 was); the controller watches ``/v1/reassignments`` and carries each one out, resuming from
@@ -8,6 +8,7 @@ controller epoch.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 
@@ -30,7 +31,10 @@ from coordinator.znodes import (
     PartitionReassignment,
     reassignment_path,
 )
-from spark_log.errors import InvalidRequestError, PartitionNotFoundError
+from spark_log.errors import InvalidRequestError, NoReassignmentError, PartitionNotFoundError
+
+# A cancel races only with the controller finishing a reassignment: a few re-reads settle it.
+CANCEL_MAX_ATTEMPTS = 5
 
 
 def submit(
@@ -80,6 +84,63 @@ def submit(
 
 def pending(session: ZkSession, stream: str | None = None) -> list[PartitionReassignment]:
     """Every pending reassignment (of ``stream`` only, if given), in name order."""
+    return [item for item, _version in _pending_versioned(session, stream)]
+
+
+def cancel(
+    session: ZkSession, stream: str, partition: int | None = None
+) -> list[PartitionReassignment]:
+    """Mark the pending reassignment of ``partition`` (every one of ``stream`` when None) as
+    cancelling; the controller then reverts each partition to its original replicas.
+
+    The mark is durable before this returns, so a controller failover finishes the cancel.
+    Each znode is rewritten (deleted at the version read and created again, in one
+    transaction) rather than updated in place: the controller watches the children of
+    ``/v1/reassignments``, and a rewrite is what that watch sees. Already cancelling: left as
+    is. Refused: an unknown stream or partition, nothing pending (NoReassignmentError).
+    """
+    states = StreamStore(session).partition_states(stream)
+    if partition is not None and partition not in states:
+        raise PartitionNotFoundError(f"stream {stream!r} has no partition {partition}")
+    for _attempt in range(CANCEL_MAX_ATTEMPTS):
+        found = [
+            (item, version)
+            for item, version in _pending_versioned(session, stream)
+            if partition is None or item.partition == partition
+        ]
+        if not found:
+            raise NoReassignmentError(_nothing_pending(stream, partition))
+        try:
+            _mark_cancelling(session, [(i, v) for i, v in found if not i.cancelling])
+        except (VersionConflictError, ZNodeNotFoundError):
+            continue  # one finished or was rewritten meanwhile: read again
+        return [dataclasses.replace(item, cancelling=True) for item, _version in found]
+    raise VersionConflictError(
+        f"the reassignments of {stream!r} changed under every one of {CANCEL_MAX_ATTEMPTS} "
+        "attempts to cancel them; try again"
+    )
+
+
+def _mark_cancelling(session: ZkSession, found: list[tuple[PartitionReassignment, int]]) -> None:
+    if not found:
+        return
+    txn = session.transaction()
+    for item, version in found:
+        path = reassignment_path(item.stream, item.partition)
+        txn.delete(path, version)
+        txn.create_json(path, dataclasses.replace(item, cancelling=True).to_json())
+    txn.commit()
+
+
+def _nothing_pending(stream: str, partition: int | None) -> str:
+    if partition is None:
+        return f"stream {stream!r} has no reassignment in progress"
+    return f"partition {partition} of {stream!r} has no reassignment in progress"
+
+
+def _pending_versioned(
+    session: ZkSession, stream: str | None
+) -> list[tuple[PartitionReassignment, int]]:
     try:
         names = sorted(session.children(REASSIGNMENTS_PATH))
     except ZNodeNotFoundError:
@@ -90,10 +151,10 @@ def pending(session: ZkSession, stream: str | None = None) -> list[PartitionReas
         if stream is not None and owner != stream:
             continue
         try:
-            data, _version = session.get_json(f"{REASSIGNMENTS_PATH}/{name}")
+            data, version = session.get_json(f"{REASSIGNMENTS_PATH}/{name}")
         except ZNodeNotFoundError:
             continue  # finished meanwhile
-        found.append(PartitionReassignment.from_json(data))
+        found.append((PartitionReassignment.from_json(data), version))
     return found
 
 

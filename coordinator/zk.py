@@ -130,6 +130,10 @@ class ZkSession:
             ),
         )
         self._listeners: dict[StateListener, Callable[[str], None]] = {}
+        # set while connected (kazoo's thread keeps it current): what a call waits on, bounded
+        self._connected = threading.Event()
+        self._closed = False  # stop() was called: nothing will connect again
+        self._client.add_listener(self._track_connection)
 
     @classmethod
     def from_node_config(cls, config: NodeConfig) -> ZkSession:
@@ -149,6 +153,7 @@ class ZkSession:
 
     def stop(self) -> None:
         """Close the session: its ephemeral znodes disappear at once (a clean goodbye)."""
+        self._closed = True
         with contextlib.suppress(KazooException, KazooTimeoutError):
             self._client.stop()
         self._client.close()
@@ -188,6 +193,44 @@ class ZkSession:
         if adapter is not None:
             self._client.remove_listener(adapter)
 
+    # -- bounded calls ---------------------------------------------------------------------
+
+    def _track_connection(self, state: str) -> None:
+        """kazoo's thread: only flips the event (a listener must not block)."""
+        if state == KazooState.CONNECTED:
+            self._connected.set()
+        else:
+            self._connected.clear()
+
+    def _bounded(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """One request, sent only once connected and bounded in time.
+
+        kazoo queues a request made while it is reconnecting and waits for it without limit:
+        with the ensemble's quorum gone that is a hang for as long as the outage lasts (and a
+        write applied whenever ZooKeeper returns, long after its caller gave up). Here a call
+        waits for the connection for at most the session timeout (a reconnect to another
+        server of the ensemble takes far less, so losing one server goes unnoticed), then
+        fails with ConnectionLoss (a ZkUnavailableError, a 503, for the caller) without
+        having been queued. The time bound on the answer covers a connection lost while the
+        request is in flight.
+        """
+        if self._closed:
+            raise ConnectionClosedError("the session was stopped")
+        if not self._connected.wait(self.session_timeout_s):
+            raise ConnectionLoss("not connected to ZooKeeper")
+        return call(*args, **kwargs).get(timeout=self.session_timeout_s)
+
+    def _require_connected(self, path: str) -> None:
+        """Wait (bounded) for the connection rather than install a watch whose first read
+        would wait for a reconnect without limit."""
+        if not self._connected.wait(self.session_timeout_s):
+            raise ZkUnavailableError(f"ZooKeeper unreachable ({path}): not connected")
+
+    def _retried(self, call: Callable[..., Any], *args: Any) -> Any:
+        """``_bounded`` retried on a connection lost mid-request, within the session timeout
+        (for reads and idempotent writes, which are safe to send again)."""
+        return self._client.retry(self._bounded, call, *args)
+
     # -- paths -----------------------------------------------------------------------------
 
     def absolute(self, path: str) -> str:
@@ -199,21 +242,22 @@ class ZkSession:
     # -- reads -----------------------------------------------------------------------------
 
     def exists(self, path: str) -> bool:
-        with _converted(self.absolute(path)):
-            return self._client.retry(self._client.exists, self.absolute(path)) is not None
+        full = self.absolute(path)
+        with _converted(full):
+            return self._retried(self._client.exists_async, full) is not None
 
     def get_json(self, path: str) -> tuple[dict[str, Any], int]:
         """The znode's JSON object and its version (for a later conditional write)."""
         full = self.absolute(path)
         with _converted(full):
-            raw, stat = self._client.retry(self._client.get, full)
+            raw, stat = self._retried(self._client.get_async, full)
         return _decode(raw, full), int(stat.version)
 
     def ephemeral_owner(self, path: str) -> int | None:
         """The session owning an ephemeral znode, None for a persistent one."""
         full = self.absolute(path)
         with _converted(full):
-            _raw, stat = self._client.retry(self._client.get, full)
+            _raw, stat = self._retried(self._client.get_async, full)
         return int(stat.ephemeralOwner) or None
 
     def creation_zxid(self, path: str) -> int:
@@ -224,14 +268,14 @@ class ZkSession:
         """
         full = self.absolute(path)
         with _converted(full):
-            _raw, stat = self._client.retry(self._client.get, full)
+            _raw, stat = self._retried(self._client.get_async, full)
         return int(stat.czxid)
 
     def children(self, path: str) -> list[str]:
         """Child names, sorted (ZooKeeper returns them in no particular order)."""
         full = self.absolute(path)
         with _converted(full):
-            return sorted(self._client.retry(self._client.get_children, full))
+            return sorted(self._retried(self._client.get_children_async, full))
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -239,7 +283,7 @@ class ZkSession:
         """Create the persistent znode and its parents if missing (idempotent)."""
         full = self.absolute(path)
         with _converted(full):
-            self._client.retry(self._client.ensure_path, full)
+            self._retried(self._client.ensure_path_async, full)
 
     def create_json(
         self, path: str, data: dict[str, Any], ephemeral: bool = False, makepath: bool = True
@@ -251,7 +295,13 @@ class ZkSession:
         """
         full = self.absolute(path)
         with _converted(full):
-            self._client.create(full, _encode(data), ephemeral=ephemeral, makepath=makepath)
+            self._bounded(
+                self._client.create_async,
+                full,
+                _encode(data),
+                ephemeral=ephemeral,
+                makepath=makepath,
+            )
 
     def set_json(self, path: str, data: dict[str, Any], version: int) -> int:
         """Conditional write: succeeds only if the znode is still at ``version``.
@@ -260,14 +310,14 @@ class ZkSession:
         """
         full = self.absolute(path)
         with _converted(full):
-            stat = self._client.set(full, _encode(data), version=version)
+            stat = self._bounded(self._client.set_async, full, _encode(data), version=version)
         return int(stat.version)
 
     def delete(self, path: str, version: int = -1) -> None:
         """Delete one znode (conditional on ``version`` unless -1)."""
         full = self.absolute(path)
         with _converted(full):
-            self._client.delete(full, version=version)
+            self._bounded(self._client.delete_async, full, version=version)
 
     def delete_recursive(self, path: str) -> None:
         """Delete a znode and everything under it in one transaction (all or nothing).
@@ -310,7 +360,7 @@ class ZkSession:
         while True:
             changed = threading.Event()
             with _converted(full):
-                stat = self._client.exists(full, watch=_setter(changed))
+                stat = self._bounded(self._client.exists_async, full, watch=_setter(changed))
             if stat is None:
                 return True
             remaining = deadline - time.monotonic()
@@ -325,6 +375,7 @@ class ZkSession:
         """
         handle = WatchHandle()
         full = self.absolute(path)
+        self._require_connected(full)
 
         def on_children(children: list[str]) -> bool | None:
             if handle.cancelled:
@@ -343,6 +394,7 @@ class ZkSession:
         """
         handle = WatchHandle()
         full = self.absolute(path)
+        self._require_connected(full)
 
         def on_data(raw: bytes | None, stat: ZnodeStat | None, _event: object) -> bool | None:
             if handle.cancelled:
@@ -392,7 +444,7 @@ class ZkTransaction:
     def commit(self) -> None:
         """Apply every op atomically; the first failing op's error is raised, typed."""
         with _converted(self._session.root):
-            results = self._request.commit()
+            results = self._session._bounded(self._request.commit_async)
         for full, result in zip(self._paths, results, strict=True):
             if isinstance(result, KazooException) and not isinstance(result, RolledBackError):
                 raise _translate(result, full) from result

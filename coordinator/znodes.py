@@ -134,7 +134,8 @@ class PartitionReassignment:
 
     ``target_replicas`` is the assignment wanted, in order (its first is the new preferred
     leader); ``original_replicas`` is the assignment when it was submitted (for the record and
-    for a cancel). The controller resumes it from this znode after a failover.
+    for a cancel). ``cancelling``: a cancel was requested, the controller reverts the partition
+    to ``original_replicas`` instead. The controller resumes it from this znode after a failover.
     """
 
     stream: str
@@ -142,16 +143,25 @@ class PartitionReassignment:
     target_replicas: tuple[int, ...]
     original_replicas: tuple[int, ...]
     submitted_at_ms: int
+    cancelling: bool = False
 
     def __post_init__(self) -> None:
-        targets = self.target_replicas
-        if not targets or len(set(targets)) != len(targets) or min(targets) < 0:
-            raise ZNodeFormatError(
-                f"target replicas {list(targets)} must be distinct broker ids, non-empty"
-            )
+        for what, brokers in (
+            ("target", self.target_replicas),
+            ("original", self.original_replicas),
+        ):
+            if not brokers or len(set(brokers)) != len(brokers) or min(brokers) < 0:
+                raise ZNodeFormatError(
+                    f"{what} replicas {list(brokers)} must be distinct broker ids, non-empty"
+                )
 
     def to_json(self) -> dict[str, Any]:
-        return _versioned(self)
+        """``cancelling`` is written only once true, so a znode that is not being cancelled
+        reads the same as before the field existed (nodes without it still parse it)."""
+        data = _versioned(self)
+        if not self.cancelling:
+            del data["cancelling"]
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PartitionReassignment:

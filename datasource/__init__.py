@@ -6,9 +6,12 @@
     from datasource import LiftlogDataSource
     spark.dataSource.register(LiftlogDataSource)
 
-See docs/spark.md for options, columns and semantics.
+The session's ``spark.liftlog.lake.<NAME>`` conf reaches a read through
+``.options(**lake_reader_options(spark))``. See docs/spark.md for options, columns and
+semantics.
 """
 
+from datasource.session_conf import lake_reader_options
 from datasource.source import SOURCE_NAME, LiftlogDataSource
 
-__all__ = ["SOURCE_NAME", "LiftlogDataSource"]
+__all__ = ["SOURCE_NAME", "LiftlogDataSource", "lake_reader_options"]

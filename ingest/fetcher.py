@@ -168,6 +168,7 @@ class ReplicaFetcher:
             FETCH_WAIT_MS,
         )
         subject = fetch_subject(self._cluster, r.stream_name, r.partition, self.leader_id)
+        sent_at = throttle.now() if throttle is not None else 0.0
         msg = await self._nc.request(
             subject, req.encode(), timeout=REQUEST_TIMEOUT_S + FETCH_WAIT_MS / 1000
         )
@@ -190,5 +191,5 @@ class ReplicaFetcher:
             await r.append_replicated(msg.data)
         r.follow_high_watermark(meta.high_watermark)
         if throttle is not None and msg.data:
-            await throttle.pace(len(msg.data))
+            await throttle.pace(len(msg.data), sent_at)
         return True

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections.abc import Coroutine
 from typing import Any
 
 import nats
@@ -48,6 +49,8 @@ CONTROLLED_SHUTDOWN_TIMEOUT_S = 15.0
 CONTROLLED_SHUTDOWN_RETRY_S = 0.5
 CONTROLLED_SHUTDOWN_ATTEMPTS = 3
 RECONCILE_RETRY_S = 1.0
+# between attempts to register again after the session expired
+REREGISTER_RETRY_S = 1.0
 
 
 def _warm_up_arrow() -> None:
@@ -287,7 +290,7 @@ class IngestNode:
         await self.replicas.reconcile()
 
     def _on_zk_state(self, state: str) -> None:
-        """Kazoo's thread: a leader whose session is in doubt stops acknowledging at once."""
+        """Kazoo's thread: hop onto the loop (never block here)."""
         log.warning("ZooKeeper session %s", state)
         loop = self._loop
         if loop is None or loop.is_closed():
@@ -295,30 +298,59 @@ class IngestNode:
         loop.call_soon_threadsafe(self._zk_state_changed, state)
 
     def _zk_state_changed(self, state: str) -> None:
+        """Kafka's rule: a connection in doubt ("suspended") changes nothing, an expired
+        session ("lost") fences every leadership until the broker has registered again.
+
+        While suspended, a leader keeps serving with the ISR it has. That is safe for acks=all:
+        the HW is the minimum LEO over that ISR and advances only as followers fetch, and a
+        follower that learned of a newer leader fetches from it instead, so this leader cannot
+        commit anything a newer one lacks. What needs ZooKeeper (an ISR shrink, a stream
+        create) is refused meanwhile, so a dead follower holds the HW rather than being dropped.
+        Fencing on "suspended" instead stopped every partition for the few seconds an ensemble
+        takes to elect a new leader, which any single ZooKeeper server loss causes.
+        """
         if state == "connected":
             if self._session_lost:
                 self._session_lost = False
-                task = asyncio.ensure_future(self._reregister())
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
+                self._spawn(self._reregister())
                 return
             self.replicas.fence_leaders(None)
             self._reconcile_wanted.set()
             return
-        self._session_lost = self._session_lost or state == "lost"
-        self.replicas.fence_leaders(f"ZooKeeper session {state}")
+        if state == "lost":
+            self._session_lost = True
+            self.replicas.fence_leaders("ZooKeeper session lost")
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _reregister(self) -> None:
-        """The session expired: this broker is a new incarnation and must register again."""
-        try:
-            await asyncio.to_thread(
-                register_broker, self.zk, self.broker_info(), self._register_wait_s()
-            )
-        except LiftlogError as exc:
-            log.error("could not re-register broker %d: %s", self.config.broker_id, exc.message)
+        """The session expired: this broker is a new incarnation and must register again.
+
+        Retried until it succeeds, the session is lost again (whose reconnect starts a new
+        attempt) or the node stops: a broker that gave up would stay fenced and unregistered,
+        invisible to the controller, for as long as it runs.
+        """
+        while not self._stopping.is_set() and not self._session_lost:
+            try:
+                await asyncio.to_thread(
+                    register_broker, self.zk, self.broker_info(), self._register_wait_s()
+                )
+            except LiftlogError as exc:
+                log.error(
+                    "could not re-register broker %d (%s); retrying in %.1fs",
+                    self.config.broker_id,
+                    exc.message,
+                    REREGISTER_RETRY_S,
+                )
+                await asyncio.sleep(REREGISTER_RETRY_S)
+                continue
+            log.info("broker %d registered again on a new session", self.config.broker_id)
+            self.replicas.fence_leaders(None)
+            self._reconcile_wanted.set()
             return
-        self.replicas.fence_leaders(None)
-        self._reconcile_wanted.set()
 
     # ----------------------------------------------------------------- NATS
 

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from coordinator.errors import ZkUnavailableError
 from coordinator.znodes import PartitionState
 from ingest.clock import SYSTEM_CLOCK, Clock
 from ingest.dedup_rebuild import rebuild_dedup_window
@@ -48,6 +49,9 @@ from spark_log.stream_spec import StreamSpec
 __all__ = ["FetchResult", "IsrWriter", "PartitionReplica", "Publish"]
 
 log = logging.getLogger("liftlog.partition")
+
+# an ISR change refused because ZooKeeper is unavailable is tried again this much later
+ISR_RETRY_MS = 1000
 
 Publish = Callable[[str, bytes], Awaitable[None]]
 IsrWriter = Callable[[PartitionState, int, list[int]], Awaitable[tuple[PartitionState, int]]]
@@ -96,6 +100,7 @@ class PartitionReplica:
         self._metrics = metrics
         self._lake_identity = lake_identity
         self._log: PartitionLog | None = None
+        self._isr_retry_at_ms = 0  # an ISR change postponed (ZooKeeper unavailable) until then
         self._write_lock = asyncio.Lock()  # one log writer: the leader's writer or the fetcher
         self._leo_event = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -408,13 +413,29 @@ class PartitionReplica:
         if self.isr_writer is None:
             return
         max_lag_ms = int(self.config.replica_lag_time_max_s * 1000)
-        change = self.state.isr_change(self.log.high_watermark, self._clock.now_ms(), max_lag_ms)
+        now_ms = self._clock.now_ms()
+        if now_ms < self._isr_retry_at_ms:
+            return
+        change = self.state.isr_change(self.log.high_watermark, now_ms, max_lag_ms)
         if change is None:
             return
         try:
             state, version = await self.isr_writer(
                 change.expected, self.state.state_version, change.new_isr
             )
+        except ZkUnavailableError as exc:
+            # Kafka's rule without ZooKeeper: keep the ISR and try again at the next check. A
+            # lagging follower kept in the ISR holds the HW, so acks=all waits (or times out)
+            # instead of being acknowledged on fewer replicas; nothing says the state moved,
+            # so fencing (failing every request as not_leader) would only mislead producers.
+            log.warning(
+                "%s: ISR change to %s postponed, ZooKeeper unavailable (%s)",
+                self.state.name,
+                change.new_isr,
+                exc.message,
+            )
+            self._isr_retry_at_ms = now_ms + ISR_RETRY_MS
+            return
         except LiftlogError as exc:
             log.warning(
                 "%s: ISR change to %s refused (%s): fencing until re-read",

@@ -1,4 +1,4 @@
-"""``/v1/streams/{stream}/reassign``: submit a reassignment plan, or see its progress.
+"""``/v1/streams/{stream}/reassign``: submit a reassignment plan, see its progress, cancel it.
 
 Any node answers: the plan is written to ZooKeeper (one znode per partition, see
 docs/znodes.md) and the controller, which watches those znodes, carries it out (see
@@ -22,6 +22,13 @@ async def submit(
 ) -> ReassignmentStatus:
     """Record the plan; the answer is the progress right after (``adding_replicas`` mostly)."""
     await asyncio.to_thread(reassignment_store.submit, node.zk, stream, targets)
+    return await progress(node, stream)
+
+
+async def cancel(node: NodeView, stream: str, partition: int | None) -> ReassignmentStatus:
+    """Mark the pending reassignment of ``partition`` (all of the stream's when None) as
+    cancelling; the answer is the progress right after (phase ``cancelling`` mostly)."""
+    await asyncio.to_thread(reassignment_store.cancel, node.zk, stream, partition)
     return await progress(node, stream)
 
 
@@ -53,5 +60,11 @@ def _progress(item: PartitionReassignment, state: PartitionState) -> Reassignmen
         replicas=tuple(state.replicas),
         isr=tuple(state.isr),
         leader=state.leader,
-        phase=reassignment.phase(state, item.target_replicas).value,
+        phase=_phase(item, state).value,
     )
+
+
+def _phase(item: PartitionReassignment, state: PartitionState) -> reassignment.Phase:
+    if item.cancelling:
+        return reassignment.cancel_phase(state, item.original_replicas, item.target_replicas)
+    return reassignment.phase(state, item.target_replicas)

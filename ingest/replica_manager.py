@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator import reassignment_store
-from coordinator.errors import VersionConflictError
+from coordinator.errors import VersionConflictError, ZkUnavailableError
 from coordinator.isr import leave_isr_for_data_loss, update_isr
 from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
@@ -282,6 +282,9 @@ class ReplicaManager:
         async def write(
             expected: PartitionState, version: int, new_isr: list[int]
         ) -> tuple[PartitionState, int]:
+            # the leader's writer awaits this: refuse at once rather than wait for a reconnect
+            if not self._session.connected:
+                raise ZkUnavailableError("not connected to ZooKeeper")
             return await asyncio.to_thread(
                 update_isr, self._session, key[0], key[1], expected, version, new_isr
             )

@@ -8,7 +8,10 @@ the ISR it fetches unthrottled, so ``acks=all`` never waits on the throttle.
 
 Bounded: a fetch asks for at most one second's worth of bytes, and after each fetch the
 fetcher waits until the bucket has paid for the bytes it got, so the rate over any window
-longer than a second stays within ``rate_bytes_per_s`` (plus one fetch).
+longer than a second stays within ``rate_bytes_per_s`` (plus one fetch). The bytes are charged
+from the moment their fetch was sent, not from when it returned: the time the fetch and the
+append took counts towards paying for them, or the copy would run at well under the rate (the
+full wait after the work, every round).
 """
 
 from __future__ import annotations
@@ -35,14 +38,21 @@ class ReplicationThrottle:
         """Ask for at most one second's worth (never less than one small batch)."""
         return min(default, max(self.rate_bytes_per_s, MIN_THROTTLED_FETCH_BYTES))
 
-    def delay_for(self, nbytes: int) -> float:
-        """Charge ``nbytes``; the seconds to wait before the next throttled fetch."""
+    def now(self) -> float:
+        """The throttle's clock: what a fetcher notes when it sends a fetch."""
+        return self._clock()
+
+    def delay_for(self, nbytes: int, fetched_since: float | None = None) -> float:
+        """Charge ``nbytes``, fetched by a fetch sent at ``fetched_since`` (default: now);
+        the seconds to wait before the next throttled fetch. Time before that fetch is not
+        saved up as a burst."""
         now = self._clock()
-        self._debt_until = max(self._debt_until, now) + nbytes / self.rate_bytes_per_s
+        since = now if fetched_since is None else min(fetched_since, now)
+        self._debt_until = max(self._debt_until, since) + nbytes / self.rate_bytes_per_s
         return max(0.0, self._debt_until - now)
 
-    async def pace(self, nbytes: int) -> None:
+    async def pace(self, nbytes: int, fetched_since: float | None = None) -> None:
         """Charge ``nbytes`` and wait until the rate allows more."""
-        delay = self.delay_for(nbytes)
+        delay = self.delay_for(nbytes, fetched_since)
         if delay > 0:
             await asyncio.sleep(delay)

@@ -232,12 +232,13 @@ class ReassignmentProgress(JsonModel):
     isr: tuple[int, ...]
     leader: int
     phase: str
-    """adding_replicas, catching_up, moving_leader, removing_replicas or done"""
+    """adding_replicas, catching_up, moving_leader, removing_replicas, cancelling or done"""
 
 
 @dataclass(frozen=True)
 class ReassignmentStatus(JsonModel):
-    """The pending reassignments of a stream (``GET``/``POST /v1/streams/{s}/reassign``)."""
+    """The pending reassignments of a stream (``GET``/``POST``/``DELETE
+    /v1/streams/{s}/reassign``)."""
 
     stream: str
     partitions: tuple[ReassignmentProgress, ...] = ()

@@ -24,6 +24,7 @@ from spark_log.api_models import (
     Ack,
     ClusterInfo,
     FlushResult,
+    ReassignmentStatus,
     StreamDescription,
     StreamList,
     StreamSummary,
@@ -105,6 +106,7 @@ class Client:
         self._next_reply = itertools.count()
         self._in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
         self._spec_lock = asyncio.Lock()
+        self._connect_lock = asyncio.Lock()
 
     async def __aenter__(self) -> Client:
         return self
@@ -160,6 +162,38 @@ class Client:
             timeout_s=FLUSH_TIMEOUT_S,
         )
         return FlushResult.from_json(resp.json())
+
+    async def reassign(
+        self, stream: str, targets: Mapping[int, Iterable[int]]
+    ) -> ReassignmentStatus:
+        """Move partitions' replicas (``{partition: [broker, ...]}``, the first the preferred
+        leader); the controller carries it out. Returns the pending moves right after."""
+        body = {
+            "partitions": [
+                {"partition": partition, "replicas": list(replicas)}
+                for partition, replicas in sorted(targets.items())
+            ]
+        }
+        path = f"/v1/streams/{stream}/reassign"
+        resp = await asyncio.to_thread(self.rest.request, "POST", path, json_body=body)
+        return ReassignmentStatus.from_json(resp.json())
+
+    async def reassignment_status(self, stream: str) -> ReassignmentStatus:
+        """The stream's pending reassignments and the phase each is in."""
+        body = await asyncio.to_thread(self.rest.get_json, f"/v1/streams/{stream}/reassign")
+        return ReassignmentStatus.from_json(body)
+
+    async def cancel_reassignment(
+        self, stream: str, partition: int | None = None
+    ) -> ReassignmentStatus:
+        """Cancel the pending reassignment of ``partition`` (every pending one of the stream
+        when None): each goes back to its original replicas. NoReassignmentError when nothing
+        is pending."""
+        params = {} if partition is None else {"partition": partition}
+        resp = await asyncio.to_thread(
+            self.rest.request, "DELETE", f"/v1/streams/{stream}/reassign", params=params
+        )
+        return ReassignmentStatus.from_json(resp.json())
 
     async def cluster(self) -> ClusterInfo:
         """The live brokers (REST and NATS URLs) and the controller."""
@@ -402,6 +436,14 @@ class Client:
     # ----------------------------------------------------------------- plumbing
 
     async def _nats(self) -> NatsClient:
+        if self._nc is not None and not self._nc.is_closed:
+            return self._nc
+        # one connection however many first publishes race here: a connection made by a
+        # loser would never be closed and would reconnect forever once its server is gone
+        async with self._connect_lock:
+            return await self._connect_nats()
+
+    async def _connect_nats(self) -> NatsClient:
         if self._nc is None or self._nc.is_closed:
             given = bool(self.nats_url)
             url = self.nats_url if self.nats_url else await self._discover_nats()

@@ -42,6 +42,13 @@ class PartitionNotFoundError(LiftlogError):
     code = "partition_not_found"
 
 
+class NoReassignmentError(LiftlogError):
+    """A cancel named a stream or partition with no pending reassignment (none was submitted,
+    or it completed already): there is nothing to revert."""
+
+    code = "no_reassignment"
+
+
 class StreamExistsError(LiftlogError):
     """A stream with the same name but a different spec already exists."""
 

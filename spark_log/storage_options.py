@@ -23,6 +23,9 @@ AWS_VIRTUAL_HOSTED_STYLE_REQUEST = "aws_virtual_hosted_style_request"
 CONDITIONAL_PUT = "conditional_put"
 AWS_S3_LOCKING_PROVIDER = "aws_s3_locking_provider"
 DELTA_DYNAMO_TABLE_NAME = "delta_dynamo_table_name"
+REQUEST_TIMEOUT = "timeout"
+CONNECT_TIMEOUT = "connect_timeout"
+RETRY_TIMEOUT = "retry_timeout"
 
 SUPPORTED_STORAGE_OPTIONS: dict[str, str] = {
     AWS_ACCESS_KEY_ID: "access key id (or the AWS_ACCESS_KEY_ID environment variable)",
@@ -35,6 +38,9 @@ SUPPORTED_STORAGE_OPTIONS: dict[str, str] = {
     CONDITIONAL_PUT: 'how Delta commits stay atomic on S3: "etag" (default; If-None-Match)',
     AWS_S3_LOCKING_PROVIDER: '"dynamodb": commit through delta-rs\'s DynamoDB lock instead',
     DELTA_DYNAMO_TABLE_NAME: "the DynamoDB lock table (with aws_s3_locking_provider)",
+    REQUEST_TIMEOUT: 'how long one request to the store may take (default "30s")',
+    CONNECT_TIMEOUT: 'how long connecting to the store may take (default "5s")',
+    RETRY_TIMEOUT: 'how long delta-rs retries one failing request (default "30s")',
 }
 """Every supported option, with what it means (the docs list the same names)."""
 

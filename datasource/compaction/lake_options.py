@@ -5,8 +5,9 @@ not carry secrets).
 delta-rs reads the ``AWS_*`` environment on its own, but pyarrow's S3 filesystem does not
 know delta-rs's names (``AWS_ENDPOINT_URL``, ``AWS_ALLOW_HTTP``), and the job's tasks may run
 in other processes or machines than the driver. So for an ``s3://`` lake the environment's
-values are copied into the options once, on the driver, and travel with the tasks; a flag
-always wins over the environment.
+values are copied into the options once, on the driver, and travel with the tasks. A flag
+wins over the Spark session conf ``spark.liftlog.lake.<NAME>`` (``session_conf.py``), which
+wins over the environment.
 """
 
 from __future__ import annotations
@@ -45,15 +46,20 @@ def parse_lake_options(pairs: Iterable[str]) -> dict[str, str]:
     return checked_storage_options(options, "--lake-option")
 
 
+def from_environment(table_uri: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """The options the environment gives the lake (only an ``s3://`` lake takes any)."""
+    found: dict[str, str] = {}
+    if LakeStorage(table_uri).scheme not in S3_SCHEMES:
+        return found
+    for variable, option in S3_ENVIRONMENT.items():
+        value = environ.get(variable)
+        if value and option not in found:
+            found[option] = value
+    return found
+
+
 def with_environment(
     table_uri: str, options: Mapping[str, str], environ: Mapping[str, str]
 ) -> dict[str, str]:
     """``options`` completed from the environment for the lake's scheme (options win)."""
-    merged = {k.lower(): v for k, v in options.items()}
-    if LakeStorage(table_uri).scheme not in S3_SCHEMES:
-        return merged
-    for variable, option in S3_ENVIRONMENT.items():
-        value = environ.get(variable)
-        if value and option not in merged:
-            merged[option] = value
-    return merged
+    return {**from_environment(table_uri, environ), **{k.lower(): v for k, v in options.items()}}

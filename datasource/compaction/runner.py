@@ -1,6 +1,7 @@
 """``compact_stream``: one compaction of one stream, start to end.
 
-Plan from a snapshot, run the Spark job, commit once; when the commit race is lost, start over
+Check that the lake's store makes Delta commits atomic (S3: put-if-absent), plan from a
+snapshot, run the Spark job, commit once; when the commit race is lost, start over
 from the new snapshot (which usually shows the winner already did the work, so the retry is a
 quick no-op), at most ``commit_retries`` times, then stop with CompactionConflictError. Small-file
 maintenance follows.
@@ -13,6 +14,7 @@ import time
 
 from pyspark.sql import SparkSession
 
+from datasource.compaction.commit_safety import require_commit_safety
 from datasource.compaction.errors import (
     CompactionConflictError,
     CompactionDisabledError,
@@ -23,6 +25,7 @@ from datasource.compaction.maintenance import run_maintenance
 from datasource.compaction.plan import CompactionPlan, plan_compaction
 from datasource.compaction.report import CompactionReport
 from datasource.compaction.settings import CompactionOptions, CompactionTarget, Progress
+from datasource.session_conf import session_lake_options
 from spark_log.errors import LakeError
 from spark_log.lake.errors import LakeCommitConflictError
 from spark_log.lake.rewrite import RewriteSnapshot
@@ -36,11 +39,16 @@ def compact_stream(
     progress: Progress | None = None,
     now_ms: int | None = None,
 ) -> CompactionReport:
-    """Compact ``target``'s lake table; ``now_ms`` fixes the clock tombstones age by (tests)."""
+    """Compact ``target``'s lake table; ``now_ms`` fixes the clock tombstones age by (tests).
+
+    The session's ``spark.liftlog.lake.*`` conf fills the lake options ``target`` does not
+    set itself (see ``datasource.session_conf``)."""
     options = options or CompactionOptions()
     say = progress or _quiet
     _require_enabled(target, options)
-    _require_reachable(target.storage)
+    _require_reachable(target.storage)  # by its scheme: refused before Spark is touched
+    target = target.with_session_options(session_lake_options(spark))
+    _require_safe_commits(target.storage, say)
     started = time.monotonic()
     attempts = 0
     while True:
@@ -122,6 +130,14 @@ def _require_reachable(storage: LakeStorage) -> None:
             f"cannot compact {storage.uri}: {exc.message} (compaction reads and writes lake "
             "files through pyarrow's filesystems: local paths, file://, s3://, gs://, abfss://)"
         ) from exc
+
+
+def _require_safe_commits(storage: LakeStorage, say: Progress) -> None:
+    """Once per run, before Spark starts: an S3 store must enforce put-if-absent, or the
+    compaction's commit could silently replace an export's (see ``commit_safety.py``)."""
+    if storage.is_s3:
+        say(f"checking that {storage.uri} enforces put-if-absent for Delta commits")
+    require_commit_safety(storage)
 
 
 def _quiet(_line: str) -> None:

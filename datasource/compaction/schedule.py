@@ -21,6 +21,7 @@ from datasource.compaction.report import CompactionReport
 from datasource.compaction.runner import compact_stream
 from datasource.compaction.settings import CompactionOptions, CompactionTarget, Progress
 from datasource.compaction.target import describe_target, scheduled_streams
+from datasource.session_conf import session_lake_options
 from spark_log.errors import LiftlogError
 from spark_log.lake.compaction_state import compaction_app_id
 from spark_log.lake.rewrite import RewriteSnapshot
@@ -88,7 +89,9 @@ class CompactionSchedule:
             stop.wait(max(MIN_WAIT_S, wait))
 
     def _visit(self, name: str, result: TickResult) -> None:
-        target = describe_target(self._client, name, self._lake_options)
+        target = describe_target(self._client, name, self._lake_options).with_session_options(
+            session_lake_options(self._spark)
+        )
         interval_s = target.compaction_interval_s
         if not target.compaction_enabled or not interval_s:
             return

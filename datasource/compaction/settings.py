@@ -6,6 +6,7 @@ before Spark starts.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -38,13 +39,24 @@ class CompactionTarget:
     compaction_interval_s: float | None = None
     storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
     """The lake's object-store options (delta-rs names: ``AWS_ENDPOINT_URL``...), from the
-    operator (``--lake-option``, the environment), never from ``describe``, which carries no
-    secrets. Kept out of ``repr`` so a logged target shows no credentials."""
+    operator (``--lake-option``, then the session conf once a run starts), never from
+    ``describe``, which carries no secrets. Kept out of ``repr`` so a logged target shows no
+    credentials."""
+    environment_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Options found in the standard environment (``AWS_*``): the lowest layer, under the
+    Spark session conf (``spark.liftlog.lake.*``) and ``storage_options``."""
 
     @property
     def storage(self) -> LakeStorage:
         """The table's URI with the lake's store options: how every part of a run reaches it."""
-        return LakeStorage(self.table_uri, self.storage_options)
+        return LakeStorage(self.table_uri, {**self.environment_options, **self.storage_options})
+
+    def with_session_options(self, session: Mapping[str, str]) -> CompactionTarget:
+        """This target with the session conf's lake options under its own (its win)."""
+        if not session:
+            return self
+        merged = {**session, **{k.lower(): v for k, v in self.storage_options.items()}}
+        return dataclasses.replace(self, storage_options=merged)
 
 
 @dataclass(frozen=True)

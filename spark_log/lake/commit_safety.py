@@ -16,7 +16,9 @@ exported. So an ``s3://`` lake is not trusted on its options alone:
    store that enforces put-if-absent; more winners than rows means a commit was overwritten.
 
 A store that cannot be checked (unreachable) is a transient LakeError; one that failed the
-check is refused with UnsafeLakeStoreError, and nothing is committed to it.
+check is refused with UnsafeLakeStoreError, and nothing is committed to it. Exporters (before a
+node's first export) and the compaction job (before it runs, once per table) both go through
+``check_commit_safety``; ``action`` names which one refuses.
 """
 
 from __future__ import annotations
@@ -41,10 +43,13 @@ DYNAMO_LOCKING_PROVIDER = "dynamodb"
 DYNAMO_CONDITIONAL_PUT_PREFIX = "dynamo"
 PROBE_COLUMN = "writer"
 PROBE_ERRORS = (DeltaError, OSError, ValueError, pa.ArrowException, threading.BrokenBarrierError)
+EXPORT_ACTION = "export to"
+"""How a refusal names what was refused (``refusing to export to s3://...``)."""
 REMEDY = (
-    'configure put-if-absent for Delta commits: conditional_put = "etag" in '
-    "[lake.storage_options] on a store that enforces If-None-Match (AWS S3, SeaweedFS, recent "
-    'MinIO), or aws_s3_locking_provider = "dynamodb" with delta_dynamo_table_name'
+    'configure put-if-absent for Delta commits: conditional_put = "etag" in the lake\'s '
+    "storage options ([lake.storage_options] of a node, --lake-option or lake.* options of a "
+    "compaction) on a store that enforces If-None-Match (AWS S3, SeaweedFS, recent MinIO), or "
+    'aws_s3_locking_provider = "dynamodb" with delta_dynamo_table_name'
 )
 
 
@@ -60,17 +65,18 @@ class ProbeOutcome:
     """Rows the probe table holds (each writer wrote one)."""
 
 
-def check_commit_safety(storage: LakeStorage) -> None:
+def check_commit_safety(storage: LakeStorage, action: str = EXPORT_ACTION) -> None:
     """Return if Delta commits on ``storage`` are atomic; UnsafeLakeStoreError if not (never
     to be risked), LakeError if the store cannot be checked now. Only S3 lakes are probed:
-    the other stores delta-rs writes to create files atomically by themselves."""
+    the other stores delta-rs writes to create files atomically by themselves. ``action``
+    completes "refusing to ..." in the error (``export to``, ``commit a compaction to``)."""
     if not storage.is_s3:
         return
-    refuse_unsafe_options(storage)
-    judge(storage.uri, race_probe(storage))
+    refuse_unsafe_options(storage, action)
+    judge(storage.uri, race_probe(storage), action)
 
 
-def refuse_unsafe_options(storage: LakeStorage) -> None:
+def refuse_unsafe_options(storage: LakeStorage, action: str = EXPORT_ACTION) -> None:
     """Options that switch put-if-absent off are refused without touching the store."""
     options = storage.delta_options()
     if options.get(LOCKING_PROVIDER_OPTION, "").lower() == DYNAMO_LOCKING_PROVIDER:
@@ -79,20 +85,20 @@ def refuse_unsafe_options(storage: LakeStorage) -> None:
     if mode == CONDITIONAL_PUT_ETAG or mode.startswith(DYNAMO_CONDITIONAL_PUT_PREFIX):
         return
     raise UnsafeLakeStoreError(
-        f"refusing to export to {storage.uri}: its storage options set conditional_put = "
-        f"{mode!r} and no locking provider, so two exporters could both commit one Delta "
+        f"refusing to {action} {storage.uri}: its storage options set conditional_put = "
+        f"{mode!r} and no locking provider, so two writers could both commit one Delta "
         f"version and one commit would be lost; {REMEDY}"
     )
 
 
-def judge(uri: str, outcome: ProbeOutcome) -> None:
+def judge(uri: str, outcome: ProbeOutcome, action: str = EXPORT_ACTION) -> None:
     """The verdict on one probe: every writer told "committed" must be in the table."""
     if outcome.committed == outcome.rows and outcome.committed >= 1:
         return
     if outcome.committed == 0:
         raise LakeError(f"the commit probe on {uri} could not commit at all ({outcome})")
     raise UnsafeLakeStoreError(
-        f"refusing to export to {uri}: the store does not enforce put-if-absent — "
+        f"refusing to {action} {uri}: the store does not enforce put-if-absent — "
         f"{outcome.committed} of {PROBE_WRITERS} writers racing to create one Delta version "
         f"were told they committed, but the table holds {outcome.rows} row(s), so a commit "
         f"was silently overwritten; {REMEDY}"

@@ -24,6 +24,7 @@ from urllib.parse import urlparse
 import pyarrow.fs as pafs
 
 from spark_log.errors import LakeError
+from spark_log.storage_options import CONNECT_TIMEOUT, REQUEST_TIMEOUT, RETRY_TIMEOUT
 
 if TYPE_CHECKING:
     from spark_log.config import LakeConfig
@@ -33,6 +34,14 @@ CONDITIONAL_PUT_OPTION = "conditional_put"
 CONDITIONAL_PUT_ETAG = "etag"
 TRUE_WORDS = frozenset({"true", "1", "yes"})
 DEFAULT_S3_REGION = "us-east-1"
+STORE_TIMEOUTS = MappingProxyType(
+    {REQUEST_TIMEOUT: "30s", CONNECT_TIMEOUT: "5s", RETRY_TIMEOUT: "30s"}
+)
+"""delta-rs's bounds on one object-store call, unless the options say otherwise. Without
+them a store that accepts connections but never answers (hung, frozen, a black-holing proxy)
+holds a call for object_store's own retry budget of 180 s per request, many requests per
+export round: the lake's threads stay blocked for many minutes, the failure is neither
+logged nor counted meanwhile, and a flush times out instead of reporting the lake error."""
 
 
 def _frozen(options: Mapping[str, str]) -> Mapping[str, str]:
@@ -75,6 +84,9 @@ class LakeStorage:
         options = dict(self.options)
         if self.scheme in S3_SCHEMES:
             options.setdefault(CONDITIONAL_PUT_OPTION, CONDITIONAL_PUT_ETAG)
+        if not self.is_local:
+            for name, value in STORE_TIMEOUTS.items():
+                options.setdefault(name, value)
         return options
 
     def filesystem(self) -> tuple[pafs.FileSystem, str]:

@@ -49,6 +49,7 @@ class Load(AckedLoad):
 
     def __init__(self, client: Client, stream: str) -> None:
         self.ack_times: list[float] = []
+        self.failures: list[tuple[float, str]] = []  # (monotonic time, error code)
         super().__init__(client, stream, PUBLISHERS)
 
     async def _run(self, worker: int) -> None:
@@ -58,7 +59,8 @@ class Load(AckedLoad):
             seq += 1
             try:
                 ack = await self.client.publish(self.stream, value, timeout_s=2)
-            except LiftlogError:
+            except LiftlogError as exc:
+                self.failures.append((time.monotonic(), exc.code))
                 continue
             self.ack_times.append(time.monotonic())
             self._record(value, ack.offset)

@@ -4,7 +4,8 @@ A partition moves from [a, b] to [b, c] (the leader a leaves, so leadership move
 new replica catches up and joins the ISR before the old one is dropped, every acknowledged
 record is on both target replicas afterwards, and the removed broker deleted its data. A
 controller failover mid-way (the new replica held back so the move is waiting on it) resumes
-from the reassignment znode.
+from the reassignment znode. A cancelled move (the new replica held back by the throttle)
+goes back to [a, b]: the added broker deletes what it copied, nothing acknowledged is lost.
 """
 
 from __future__ import annotations
@@ -159,3 +160,80 @@ def test_the_throttle_bounds_the_copy_rate_of_an_added_replica(make_node, stream
     print(f"reassignment copy of ~{log_bytes / 1e6:.1f} MB: {elapsed:.2f}s, {rate / 1e6:.2f} MB/s")
     # one second's worth may come at once, the rest waits for the bucket
     assert elapsed >= (log_bytes - THROTTLE_BYTES_PER_S) / THROTTLE_BYTES_PER_S * 0.9
+
+
+CANCEL_THROTTLE_BYTES_PER_S = 20_000
+BACKLOG_POSTS = 10  # 1 MB the held-back replica would need ~50 s to copy
+
+
+def _reassign_cancel_cli(server: str, stream: str, *extra: str) -> subprocess.CompletedProcess:
+    argv = [LIFTLOG, "stream", "reassign", stream, "--cancel", *extra, "--server", server]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=CLI_TIMEOUT_S)
+
+
+def _post_backlog(leader, stream: str) -> None:
+    body = {"records": [{"value": "x" * RECORD_BYTES}] * RECORDS_PER_POST}
+    for _ in range(BACKLOG_POSTS):
+        httpx.post(
+            f"{leader.api_url}/v1/streams/{stream}/partitions/0/records",
+            json=body,
+            params={"encoding": "utf-8"},
+            timeout=30,
+        ).raise_for_status()
+
+
+def _log_end_offset_on(node, stream: str) -> int:
+    with httpx.Client(base_url=node.api_url, timeout=10) as api:
+        resp = api.get(f"/v1/streams/{stream}/partitions/0")
+        return resp.json()["log_end_offset"] if resp.status_code == 200 else 0
+
+
+async def test_cancel_under_acks_all_load_goes_back_to_the_original_replicas(
+    make_node, stream_name
+):
+    nodes = [
+        make_node(
+            i,
+            replica_lag_time_max_s=3.0,
+            reassignment_throttle_bytes_per_s=CANCEL_THROTTLE_BYTES_PER_S,
+        )
+        for i in (1, 2, 3)
+    ]
+    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
+        create_stream(api, stream_name, replication_factor=2)
+    a, b = _describe(nodes[0], stream_name)["replicas"]
+    by_id = {n.broker_id: n for n in nodes}
+    (c,) = set(by_id) - {a, b}
+    _post_backlog(by_id[a], stream_name)
+    servers = ",".join(n.api_url for n in nodes)
+    async with Client(servers, ack_timeout_s=2) as client:
+        load = Load(client, stream_name)
+        await load.wait_acked(ACKED_PER_ROUND, 60)
+        _reassign_cli(by_id[b].api_url, stream_name, [b, c])
+        wait_for(
+            lambda: (
+                _log_end_offset_on(by_id[c], stream_name) > 0
+                and [p["phase"] for p in _pending(by_id[b], stream_name)] == ["catching_up"]
+            ),
+            30,
+            message="the throttled new replica copies, out of the ISR",
+        )
+        cancelled = _reassign_cancel_cli(by_id[c].api_url, stream_name, "--partition", "0")
+        assert cancelled.returncode == 0, cancelled.stderr
+        assert "cancel recorded" in cancelled.stdout
+        wait_for(lambda: _moved(by_id[a], stream_name, [a, b]), MOVE_TIMEOUT_S, message="back")
+        after = _describe(by_id[a], stream_name)
+        assert after["leader"] in (a, b) and after["leader"] in after["isr"]
+        assert set(after["isr"]) <= {a, b}
+        await load.wait_acked(len(load.acked) + ACKED_PER_ROUND, 60)
+        await load.finish()
+    wait_for(lambda: not _partition_dirs(by_id[c], stream_name), 30, message="c's data deleted")
+    _check_acked_on([by_id[a], by_id[b]], stream_name, load.acked)
+
+    nothing = _reassign_cancel_cli(by_id[a].api_url, stream_name)
+    assert nothing.returncode == 1
+    assert f"liftlog: no_reassignment: stream '{stream_name}' has no reassignment" in (
+        nothing.stderr
+    )
+    unknown = _reassign_cancel_cli(by_id[a].api_url, f"{stream_name}-missing")
+    assert unknown.returncode == 1 and "stream_not_found" in unknown.stderr

@@ -1,4 +1,5 @@
-"""``liftlog bench`` end to end with a tiny record count: every figure present, nothing lost.
+"""``liftlog bench`` and the lake benchmarks end to end with tiny sizes: every figure present,
+nothing lost.
 
 No timing assertions (the benchmark prints numbers, it does not assert them); this only
 checks that each measurement ran, produced positive figures, lost no record and stopped
@@ -8,12 +9,16 @@ every process it started.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from liftlog.bench.runner import run_bench
 from liftlog.embedded.process import live_children
+from tests.waiting import wait_for
 
 SMOKE_RECORDS = 2000
 SMOKE_SIZE = 100
@@ -133,3 +138,110 @@ def test_replicated_mode_reports_every_figure_and_loses_nothing(tmp_path):
     assert result["per_message_ratio_liftlog_to_jetstream"] > 0
     assert sorted(body["node_peak_rss_mb"]) == ["node-1", "node-2", "node-3"]
     assert body["targets"] and all(isinstance(t["met"], bool) for t in body["targets"])
+
+
+# --------------------------------------------------------------------------- lake benchmarks
+# Each runs as a user runs it (a process of its own, from the repository root), with tiny
+# sizes; its temporary files go to a directory of the test's own, so that any process it left
+# behind (SeaweedFS, the stack, Spark's JVM or workers) can be found by that directory in its
+# environment.
+
+REPO = Path(__file__).resolve().parents[2]
+LAKES = ("local", "s3")
+LAKE_BENCH_TIMEOUT_S = 240
+LEFTOVER_TIMEOUT_S = 30.0
+
+
+def _processes_started_under(tmpdir: Path) -> list[int]:
+    """Pids of live processes whose environment names ``tmpdir`` as TMPDIR."""
+    marker = f"TMPDIR={tmpdir}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if marker in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def _run_lake_bench(tmp_path: Path, script: str, *flags: str) -> tuple[dict, str]:
+    """Run ``bench/<script>`` with ``flags``; its JSON and printed report. Fails when it left
+    a process running or a temporary directory behind."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    out = tmp_path / "results.json"
+    env = {**os.environ, "TMPDIR": str(tmpdir), "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, f"bench/{script}", *flags, "--runs", "1", "--json", str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=LAKE_BENCH_TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    wait_for(
+        lambda: not _processes_started_under(tmpdir),
+        timeout_s=LEFTOVER_TIMEOUT_S,
+        message=f"every process {script} started to stop",
+    )
+    assert [p.name for p in tmpdir.glob("liftlog-bench-lake-*")] == []
+    return json.loads(out.read_text()), done.stdout
+
+
+def _positive_median(figure: dict) -> bool:
+    return len(figure["runs"]) == 1 and figure["median"] > 0
+
+
+@pytest.mark.timeout(LAKE_BENCH_TIMEOUT_S + 60)
+def test_lake_export_bench_reports_both_lakes(tmp_path):
+    body, printed = _run_lake_bench(
+        tmp_path, "lake_export.py", "--records", "4000", "--batch-sizes", "1000,4000"
+    )
+    assert [s["records_per_commit"] for s in body["batch_sizes"]] == [1000, 4000]
+    for size in body["batch_sizes"]:
+        for lake in LAKES:
+            figures = size["lakes"][lake]
+            assert _positive_median(figures["records_per_s"]), (lake, figures)
+            assert _positive_median(figures["mb_per_s"]), (lake, figures)
+            assert figures["commits"] == 4000 // size["records_per_commit"], (lake, figures)
+            assert figures["parquet_bytes"] > 0
+        assert size["s3_over_local_records_per_s"] > 0
+    assert body["peak_rss_mb"]["bench_process"] > 0 and body["peak_rss_mb"]["seaweedfs"] > 0
+    assert body["machine"]["cpus"] >= 1
+    assert "local lake, median (min..max)" in printed and "S3 lake (SeaweedFS)" in printed
+
+
+@pytest.mark.timeout(LAKE_BENCH_TIMEOUT_S + 60)
+def test_lake_read_bench_reports_both_lakes_and_the_native_peer(tmp_path):
+    body, printed = _run_lake_bench(tmp_path, "spark_read_lake.py", "--records", "4000")
+    assert set(body["queries"]) == {"count", "filtered_aggregation"}
+    assert body["queries"]["count"]["rows"] == 4000
+    assert 0 < body["queries"]["filtered_aggregation"]["rows"] < 4000
+    for name, query in body["queries"].items():
+        assert {side["lake"] for side in query["sides"].values()} == set(LAKES), name
+        for side, figures in query["sides"].items():
+            for kind in ("query", "scan"):
+                assert _positive_median(figures[kind]["rows_per_s"]), (name, side, kind)
+        assert query["s3_over_local"]["query"] > 0 and query["s3_over_local"]["scan"] > 0
+    assert body["peak_rss_mb"]["spark_jvm"] > 0 and body["peak_rss_mb"]["seaweedfs"] > 0
+    assert "liftlog, S3 lake" in printed and "native Parquet, local files" in printed
+
+
+@pytest.mark.timeout(LAKE_BENCH_TIMEOUT_S + 60)
+def test_lake_compaction_bench_reports_both_lakes(tmp_path):
+    body, printed = _run_lake_bench(tmp_path, "compact_s3.py", "--rows", "4000")
+    assert body["rows_before"] == 4000 and 0 < body["rows_after"] < 4000
+    for lake in LAKES:
+        figures = body["lakes"][lake]
+        for name in ("total_seconds", "compaction_seconds", "rows_per_s"):
+            assert _positive_median(figures[name]), (lake, name, figures)
+        assert figures["files_added"] > 0 and figures["files_removed"] > 0
+    assert body["s3_over_local_seconds"] > 0
+    assert body["peak_rss_mb"]["spark_jvm"] > 0 and body["peak_rss_mb"]["seaweedfs"] > 0
+    assert "S3 lake (SeaweedFS), median (min..max)" in printed

@@ -7,15 +7,26 @@ import datetime as dt
 import threading
 import time
 
+import httpx
+import psutil
 import pytest
 
 from spark_log import SyncClient
-from spark_log.api_models import Ack, ClusterInfo, FlushResult, StreamDescription, StreamSummary
+from spark_log.api_models import (
+    Ack,
+    ClusterInfo,
+    FlushResult,
+    ReassignmentStatus,
+    StreamDescription,
+    StreamSummary,
+)
 from spark_log.client import Client, partition_for_key
 from spark_log.errors import (
     ExpectedOffsetMismatchError,
     InvalidRequestError,
+    NoReassignmentError,
     NoRespondersError,
+    PartitionNotFoundError,
     RequestTimeoutError,
     StreamExistsError,
     StreamNotFoundError,
@@ -122,6 +133,25 @@ async def test_duplicate_publishes_are_acked_as_duplicates(node, stream_name):
         assert again.duplicate is True and again.offset == first.offset
 
 
+def _connections_to(port: int) -> int:
+    """This process's open TCP connections to ``port``."""
+    return sum(
+        1
+        for c in psutil.Process().net_connections(kind="tcp")
+        if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
+    )
+
+
+async def test_concurrent_first_publishes_share_one_nats_connection(node, nats_server, stream_name):
+    """Connections made by racing first publishes and then dropped would never be closed."""
+    before = _connections_to(nats_server.port)
+    async with Client(node.api_url) as client:
+        await client.create_stream(stream_name, f"{stream_name}.in")
+        await asyncio.gather(*(client.publish(stream_name, f"v{i}") for i in range(8)))
+        assert _connections_to(nats_server.port) == before + 1
+    await wait_for_async(lambda: _connections_to(nats_server.port) == before, 10)
+
+
 async def test_error_acks_become_typed_errors(node, stream_name):
     async with Client(node.api_url) as client:
         await client.create_stream(stream_name, f"{stream_name}.in")
@@ -176,6 +206,33 @@ async def test_subscriptions_end_at_the_end_or_after_max_records(node, stream_na
         assert [r async for r in at_end] == []
         with pytest.raises(InvalidRequestError):
             [r async for r in client.subscribe(stream_name, max_records=-1)]
+
+
+async def test_reassignment_calls_and_a_cancel_with_nothing_pending(node, stream_name):
+    async with Client(node.api_url) as client:
+        await client.create_stream(stream_name, f"{stream_name}.in", partitions=2)
+        submitted = await client.reassign(stream_name, {0: [1]})  # already there: no-op
+        assert isinstance(submitted, ReassignmentStatus) and submitted.stream == stream_name
+
+        pending_url = f"{node.api_url}/v1/streams/{stream_name}/reassign"
+        await wait_for_async(
+            lambda: not httpx.get(pending_url, timeout=10).json()["partitions"],
+            30,
+            message="the no-op reassignment finished",
+        )
+        assert (await client.reassignment_status(stream_name)).partitions == ()
+        with pytest.raises(NoReassignmentError, match="no reassignment in progress"):
+            await client.cancel_reassignment(stream_name)
+        with pytest.raises(NoReassignmentError, match="partition 1"):
+            await client.cancel_reassignment(stream_name, 1)
+        with pytest.raises(PartitionNotFoundError):
+            await client.cancel_reassignment(stream_name, 7)
+        with pytest.raises(StreamNotFoundError):
+            await client.cancel_reassignment(f"{stream_name}-missing")
+    with SyncClient(node.api_url) as sync:
+        assert sync.reassignment_status(stream_name).partitions == ()
+        with pytest.raises(NoReassignmentError):
+            sync.cancel_reassignment(stream_name, 0)
 
 
 def test_sync_client_runs_every_operation_without_asyncio(node, stream_name):

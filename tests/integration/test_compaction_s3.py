@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import pyarrow.fs as pafs
 import pytest
 
 from datasource.compaction import CompactionOptions, CompactionSchedule, compact_stream
@@ -19,13 +20,16 @@ from datasource.compaction.execute import execute_plan
 from datasource.compaction.output import COMPACTED_PREFIX
 from datasource.compaction.plan import plan_compaction
 from datasource.compaction.report import COMPACTED, SKIPPED
+from datasource.compaction.settings import CompactionTarget
+from datasource.session_conf import SESSION_LAKE_PREFIX
 from liftlog import cli
 from liftlog.embedded.seaweedfs import S3Credentials
 from spark_log.api_models import StreamDescription
 from spark_log.config import LakeConfig
 from spark_log.errors import LiftlogError
+from spark_log.lake.commit_safety import PROBE_DIR
 from spark_log.lake.compaction_state import compaction_app_id
-from spark_log.lake.errors import LakeCommitConflictError
+from spark_log.lake.errors import LakeCommitConflictError, UnsafeLakeStoreError
 from spark_log.lake.rewrite import RewriteSnapshot
 from spark_log.lake.storage import LakeStorage
 from spark_log.rest import RestClient
@@ -300,3 +304,67 @@ def test_watch_compacts_an_s3_lake_with_options_from_the_environment(
     assert ticks[0].errors == {} and [r.committed for r in ticks[0].reports] == [True]
     assert lake.offsets() == [(0, 1)]
     assert lake.delta().transaction_version(compaction_app_id(stream_name)) is not None
+
+
+def _paths_under(storage: LakeStorage, uri: str) -> list[str]:
+    """Every object under ``uri`` on the store (pyarrow's view of the bucket)."""
+    filesystem, path = storage.filesystem_for(uri)
+    selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
+    return [info.path for info in filesystem.get_file_info(selector)]
+
+
+def test_compaction_checks_put_if_absent_once_at_the_lake_root(lake, spark):
+    """The store is probed once per run, before Spark, where exporters probe (the lake's
+    ``_liftlog/commit-probe``), and the probe leaves nothing behind, in the table least of all."""
+    export_known_records(lake)
+    lines: list[str] = []
+
+    report = compact_stream(spark, lake.target(), QUIET, lines.append)
+
+    assert report.committed
+    checks = [line for line in lines if "enforces put-if-absent" in line]
+    assert checks == [f"checking that {lake.uri} enforces put-if-absent for Delta commits"]
+    assert lines.index(checks[0]) < next(i for i, x in enumerate(lines) if x.startswith("Spark:"))
+    lake_uri = lake.uri.rsplit("/", 1)[0]
+    assert _paths_under(lake.storage, f"{lake_uri}/{PROBE_DIR}") == []
+    assert not [p for p in _paths_under(lake.storage, lake.uri) if "_liftlog" in p]
+
+
+def test_compaction_refuses_a_store_configured_without_put_if_absent(lake, spark):
+    """Options that turn put-if-absent off are refused with the exporters' typed error before
+    Spark starts; the table keeps its version and its files."""
+    export_known_records(lake)
+    version, files = lake.delta().version(), lake.files()
+    options = {**lake.storage.options, "conditional_put": "disabled"}
+    target = lake.target()
+    unsafe = CompactionTarget(
+        target.stream, target.table_uri, target.partitions, target.delete_retention_ms,
+        storage_options=options,
+    )  # fmt: skip
+    lines: list[str] = []
+
+    with pytest.raises(UnsafeLakeStoreError) as caught:
+        compact_stream(spark, unsafe, QUIET, lines.append)
+
+    assert caught.value.code == "unsafe_lake_store"
+    assert caught.value.message.startswith("refusing to commit a compaction to s3://")
+    assert "conditional_put = 'disabled'" in caught.value.message
+    assert not [line for line in lines if line.startswith("Spark:")]
+    assert lake.delta().version() == version and lake.files() == files
+
+
+def test_compaction_takes_lake_options_from_the_session_conf(lake, spark):
+    """A target without store options compacts with ``spark.liftlog.lake.<NAME>`` from the
+    session (the driver's planning, the probe, the tasks and the commit all reach the store)."""
+    records = export_known_records(lake)
+    bare = CompactionTarget(lake.stream, lake.uri, lake.partitions, HOUR_MS)
+    conf = {f"{SESSION_LAKE_PREFIX}{k}": v for k, v in lake.storage.options.items()}
+    try:
+        for key, value in conf.items():
+            spark.conf.set(key, value)
+        report = compact_stream(spark, bare, QUIET)
+    finally:
+        for key in conf:
+            spark.conf.unset(key)
+    assert report.committed
+    assert set(lake.offsets()) == latest_per_key(records, tombstones_expired=False)

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from coordinator import reassignment_store
 from coordinator.brokers import (
     announce_shutdown,
     live_broker_epochs,
@@ -48,8 +49,9 @@ from coordinator.znodes import (
     ControllerEpoch,
     PartitionState,
     broker_path,
+    partition_state_path,
 )
-from spark_log.errors import PartitionNotFoundError, StreamNotFoundError
+from spark_log.errors import NoReassignmentError, PartitionNotFoundError, StreamNotFoundError
 from spark_log.stream_spec import StreamSpec
 from tests.waiting import wait_for
 
@@ -566,3 +568,45 @@ def test_preferred_election_waits_for_the_isr_then_moves_leadership_back(
     assert after.leader == preferred and after.leader_epoch == moved.leader_epoch + 1
     assert set(after.isr) == set(after.replicas)
     assert after.controller_epoch == controller.controller_epoch
+
+
+def test_a_cancel_left_for_the_next_controller_moves_leadership_back_then_reverts(
+    zk_session, start_broker, make_controller, loop
+):
+    brokers = {broker_id: start_broker(broker_id) for broker_id in (1, 2, 3)}
+    create_stream(zk_session, "orders", replication_factor=2)
+    first = make_controller()
+    wait_for(lambda: first.is_controller, message="controller elected")
+    original = state_of(zk_session, "orders").replicas
+    (added,) = set(brokers) - set(original)
+    reassignment_store.submit(zk_session, "orders", {0: [added, original[1]]})
+    wait_for(
+        lambda: state_of(zk_session, "orders").replicas == (*original, added),
+        message="the added replica is assigned (it never fetches: the move waits on it)",
+    )
+    run(loop, first.stop())
+    # What a controller deposed mid-move leaves: the added replica in sync and leading.
+    state, version = read_partition_state(zk_session, "orders", 0)
+    led_by_added = dataclasses.replace(
+        state, leader=added, leader_epoch=state.leader_epoch + 1, isr=(*state.isr, added)
+    )
+    zk_session.set_json(partition_state_path("orders", 0), led_by_added.to_json(), version)
+    (marked,) = reassignment_store.cancel(zk_session, "orders", 0)
+    assert marked.cancelling and marked.original_replicas == original
+
+    second = make_controller()
+    wait_for(
+        lambda: not reassignment_store.pending(zk_session, "orders"),
+        message="the new controller finished the cancel",
+    )
+    after = state_of(zk_session, "orders")
+    assert after.replicas == original and after.leader == original[0]
+    assert set(after.isr) == set(original)
+    assert after.leader_epoch == led_by_added.leader_epoch + 2  # leader back, then replicas
+    assert after.controller_epoch == second.controller_epoch
+    with pytest.raises(NoReassignmentError, match="no reassignment in progress"):
+        reassignment_store.cancel(zk_session, "orders")
+    with pytest.raises(PartitionNotFoundError):
+        reassignment_store.cancel(zk_session, "orders", 5)
+    with pytest.raises(StreamNotFoundError):
+        reassignment_store.cancel(zk_session, "missing")

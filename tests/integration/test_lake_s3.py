@@ -13,12 +13,16 @@ import httpx
 import pytest
 from pyarrow import fs
 
+from datasource import lake_reader_options
+from datasource.errors import InvalidOptionError
+from datasource.session_conf import SESSION_LAKE_PREFIX
 from liftlog.embedded.seaweedfs import S3Credentials, SeaweedFsServer, create_bucket
 from spark_log.api_models import StreamDescription
 from spark_log.lake import LakeCommitConflictError, LakeTable
 from spark_log.lake.commit_safety import PROBE_DIR, check_commit_safety
 from spark_log.lake.identity import IDENTITY_FILE, read_lake_id
 from spark_log.lake.storage import LakeStorage
+from spark_log.storage_options import AWS_SECRET_ACCESS_KEY
 from tests.integration.conftest import create_stream
 from tests.integration.test_lake_export import (
     HUGE_BYTES,
@@ -175,3 +179,44 @@ def test_the_export_compare_and_set_holds_on_s3(s3_bucket: tuple[str, S3Credenti
     stale.append(rows(1, 0, 3), 1, 3, allowed, {})
     assert table.exported_offsets(2) == {0: 5, 1: 3}
     assert open_delta(table.uri).to_pyarrow_table().num_rows == 8
+
+
+@pytest.mark.usefixtures("spark")
+async def test_the_liftlog_source_takes_lake_options_from_the_session_conf(
+    make_node, stream_name, s3_bucket: tuple[str, S3Credentials], spark
+):
+    """``spark.liftlog.lake.<NAME>`` set once on the session reaches a read through
+    ``lake_reader_options(spark)``; a ``lake.<NAME>`` option given on the reader wins over
+    it; an unsupported name is refused by its full conf name."""
+    bucket, credentials = s3_bucket
+    lake = s3_lake(bucket, credentials)
+    node = make_node(lake=lake.config(**MANUAL))
+    with httpx.Client(base_url=node.api_url, timeout=60) as api:
+        create_stream(api, stream_name)
+        url = f"/v1/streams/{stream_name}/partitions/0/records"
+        api.post(url, json={"records": [{"value": f"h{i}"} for i in range(10)]}, params=UTF8)
+        assert api.post(f"/v1/streams/{stream_name}/flush").status_code == 200
+        api.post(url, json={"records": [{"value": "tail"}]}, params=UTF8)
+    conf = {f"{SESSION_LAKE_PREFIX}{name}": value for name, value in lake.options.items()}
+    conf[f"{SESSION_LAKE_PREFIX}{AWS_SECRET_ACCESS_KEY}"] = "not-the-secret"
+    try:
+        for key, value in conf.items():
+            spark.conf.set(key, value)
+        reader = (
+            spark.read.format("liftlog")
+            .options(**lake_reader_options(spark))
+            .option("servers", node.api_url)
+            .option("stream", stream_name)
+        )
+        # endpoint, key id and region come from the session only (the bucket is unreachable
+        # without them); the secret the session gets wrong is the reader's, which wins
+        fixed = reader.option(f"lake.{AWS_SECRET_ACCESS_KEY}", credentials.secret_access_key)
+        got = sorted((r.offset, bytes(r.value).decode()) for r in fixed.load().collect())
+        assert got == [(i, f"h{i}") for i in range(10)] + [(10, "tail")]
+
+        spark.conf.set(f"{SESSION_LAKE_PREFIX}aws_endpoint", "http://misspelt")
+        with pytest.raises(InvalidOptionError, match=r"unknown key spark\.liftlog\.lake\.aws_"):
+            lake_reader_options(spark)
+    finally:
+        for key in [*conf, f"{SESSION_LAKE_PREFIX}aws_endpoint"]:
+            spark.conf.unset(key)

@@ -45,6 +45,7 @@ def _assert_invalid(resp, *names: str) -> None:
         ("DELETE", "/v1/streams/{s}", "force"),
         ("GET", "/v1/streams/{s}/partitions/0", "role"),
         ("POST", "/v1/streams/{s}/partitions/0/unclean-election", "confrim"),
+        ("DELETE", "/v1/streams/{s}/reassign", "partiton"),
         ("GET", "/v1/cluster", "brokers"),
         ("GET", "/healthz", "deep"),
     ],
@@ -128,6 +129,22 @@ def test_responses_parse_into_the_shared_models(api, stream_name):
     assert StreamList.from_json(listed).to_json() == listed
     cluster = api.get("/v1/cluster").json()
     assert ClusterInfo.from_json(cluster).to_json() == cluster
+
+
+def test_a_reassignment_cancel_with_nothing_pending_is_a_typed_404(api, stream_name):
+    create_stream(api, stream_name)
+    url = f"/v1/streams/{stream_name}/reassign"
+    for params, code in (
+        ({}, "no_reassignment"),
+        ({"partition": 0}, "no_reassignment"),
+        ({"partition": 7}, "partition_not_found"),
+    ):
+        resp = api.delete(url, params=params)
+        assert resp.status_code == 404, resp.text
+        assert resp.json()["error"]["code"] == code
+    missing = api.delete(f"/v1/streams/{stream_name}-missing/reassign")
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "stream_not_found"
 
 
 def test_openapi_describes_every_response_and_error(api):

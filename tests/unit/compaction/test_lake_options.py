@@ -57,3 +57,15 @@ def test_a_target_never_shows_its_secrets():
     target = CompactionTarget("s", "s3://b/s@1", 1, 1, storage_options={"k": "hunter2"})
     assert "hunter2" not in repr(target)
     assert target.storage.options == {"k": "hunter2"}
+
+
+def test_describe_keeps_flags_and_environment_apart_so_the_session_can_sit_between():
+    from datasource.compaction.lake_options import from_environment
+
+    assert from_environment("s3://b/lake/s@1", ENV) == {
+        "aws_endpoint_url": "http://127.0.0.1:9000",
+        "aws_access_key_id": "from-env",
+        "aws_secret_access_key": "env-secret",
+        "aws_region": "eu-west-1",
+    }
+    assert from_environment("/lake/s@1", ENV) == {}

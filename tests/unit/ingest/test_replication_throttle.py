@@ -31,6 +31,20 @@ def test_idle_time_is_not_saved_up_as_a_burst():
     assert throttle.delay_for(1_000_000) == pytest.approx(1.0)
 
 
+def test_the_time_a_fetch_took_counts_towards_paying_for_its_bytes():
+    """A fetch sent at t that returned a second's worth at t + 0.6 waits 0.4 s, not 1 s: the
+    copy runs at the rate, not at rate / (1 + fetch time)."""
+    clock = FakeClock()
+    throttle = ReplicationThrottle(1_000_000, clock)
+    sent = throttle.now()
+    clock.now += 0.6
+    assert throttle.delay_for(1_000_000, sent) == pytest.approx(0.4)
+    clock.now += 0.4
+    sent = throttle.now()
+    clock.now += 1.5  # slower than the rate: nothing to wait for
+    assert throttle.delay_for(1_000_000, sent) == pytest.approx(0.0)
+
+
 def test_a_throttled_fetch_asks_for_at_most_one_second_of_bytes():
     assert ReplicationThrottle(1_000_000).max_fetch_bytes(4 << 20) == 1_000_000
     assert ReplicationThrottle(10).max_fetch_bytes(4 << 20) == MIN_THROTTLED_FETCH_BYTES

@@ -29,6 +29,19 @@ def test_an_s3_lake_commits_with_conditional_puts_unless_told_otherwise():
     assert chosen.delta_options()["conditional_put"] == "dynamo:t"
 
 
+def test_an_object_store_lake_bounds_each_store_call_unless_told_otherwise():
+    """A hung store must fail a round within seconds, not hold the lake's threads for
+    object_store's 180 s retry budget per request."""
+    options = LakeStorage("s3://b/lake", S3_OPTIONS).delta_options()
+    assert (options["timeout"], options["connect_timeout"], options["retry_timeout"]) == (
+        "30s",
+        "5s",
+        "30s",
+    )
+    chosen = LakeStorage("s3://b/lake", {**S3_OPTIONS, "RETRY_TIMEOUT": "2m"}).delta_options()
+    assert chosen["retry_timeout"] == "2m"
+
+
 def test_option_names_are_case_insensitive_and_frozen():
     storage = LakeStorage("s3://b/lake", S3_OPTIONS)
     assert storage.options["aws_access_key_id"] == "id"

@@ -1,0 +1,170 @@
+"""What the lake benchmarks share: a local lake and an ``s3://`` lake side by side, the
+command-line flags, the printed figures and the JSON.
+
+The S3 lake lives on the embedded SeaweedFS (``weed server -s3``) on this machine, reached
+with the same options ``liftlog standalone --lake s3`` gives its nodes, so the difference
+between the two columns is the object-store protocol and its requests, not a network. Both
+lakes sit in one temporary directory that is removed, with the server stopped, whatever
+happens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import resource
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from liftlog.bench.errors import BenchError
+from liftlog.bench.node_probe import peak_rss_mb
+from liftlog.bench.spread import Spread
+from liftlog.bench.table import render_table
+from liftlog.embedded.seaweedfs import SeaweedFsServer
+from liftlog.embedded.standalone_lake import create_lake_bucket, s3_lake_config
+from spark_log.config import LakeConfig
+from spark_log.lake.storage import LakeStorage
+
+LOCAL = "local"
+S3 = "s3"
+LAKES = (LOCAL, S3)
+LAKE_TITLES = {LOCAL: "local lake", S3: "S3 lake (SeaweedFS)"}
+DEFAULT_RUNS = 3
+_KIB = 1024
+_BYTES_PER_MB = 1_000_000
+
+
+@dataclass
+class LakePair:
+    """A local lake root and an S3 lake root with its store options, in one work directory."""
+
+    work: Path
+    server: SeaweedFsServer
+    s3_config: LakeConfig
+    seaweedfs_peak_rss_mb: float | None = None
+
+    @property
+    def local_root(self) -> Path:
+        return self.work / "local-lake"
+
+    def root(self, lake: str) -> str:
+        """The lake's root URI (a local path, or ``s3://<bucket>/<prefix>``)."""
+        if lake == LOCAL:
+            return str(self.local_root)
+        if lake == S3:
+            return self.s3_config.uri
+        raise BenchError(f"unknown lake {lake!r}; expected one of {LAKES}")
+
+    def options(self, lake: str) -> dict[str, str]:
+        """The lake's object-store options (delta-rs names; none for the local lake)."""
+        return dict(self.s3_config.storage_options) if lake == S3 else {}
+
+    def config(self, lake: str, **overrides: Any) -> LakeConfig:
+        """A node's ``[lake]`` section for this lake, with ``overrides`` (batch sizes ...)."""
+        if lake == S3:
+            return dataclasses.replace(self.s3_config, **overrides)
+        return LakeConfig(uri=self.root(lake), **overrides)
+
+    def storage(self, lake: str, table: str) -> LakeStorage:
+        """The table ``table`` under the lake's root, with the lake's options."""
+        return LakeStorage(f"{self.root(lake)}/{table}", self.options(lake))
+
+
+@contextmanager
+def lake_pair(prefix: str) -> Iterator[LakePair]:
+    """Start SeaweedFS with the lake's bucket in a fresh work directory; on the way out note
+    the server's peak RSS, stop it and remove the directory."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    server = SeaweedFsServer(work / "seaweedfs")
+    pair: LakePair | None = None
+    try:
+        print("starting SeaweedFS (S3 gateway) ...", flush=True)
+        server.start()
+        create_lake_bucket(server.credentials)
+        pair = LakePair(work, server, s3_lake_config(server.credentials))
+        pair.local_root.mkdir()
+        yield pair
+    finally:
+        if pair is not None and server.is_running():
+            pair.seaweedfs_peak_rss_mb = _rss_or_none(server.pid)
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def drop_table(storage: LakeStorage) -> None:
+    """Free the store between runs, so later runs do not write into a fuller disk."""
+    if storage.is_local:
+        shutil.rmtree(storage.uri, ignore_errors=True)
+        return
+    filesystem, path = storage.filesystem()
+    filesystem.delete_dir(path)
+
+
+def _rss_or_none(pid: int) -> float | None:
+    """Peak RSS when the process can still be read (a crashed server has none)."""
+    try:
+        return round(peak_rss_mb(pid), 1)
+    except BenchError:
+        return None
+
+
+def own_peak_rss_mb() -> float:
+    """This process's peak resident set in MB (Linux reports ``ru_maxrss`` in KiB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * _KIB / _BYTES_PER_MB, 1)
+
+
+def add_common_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--runs", type=int, default=DEFAULT_RUNS, help=f"runs per figure (default {DEFAULT_RUNS})"
+    )
+    parser.add_argument("--json", help="also write the results to this file")
+
+
+def check_runs(runs: int) -> int:
+    if runs < 1:
+        raise BenchError(f"--runs must be at least 1, got {runs}")
+    return runs
+
+
+def spreads_json(spreads: dict[str, Spread], decimals: int = 3) -> dict[str, Any]:
+    return {name: spread.to_json(decimals) for name, spread in spreads.items()}
+
+
+def figures_table(
+    rows: Sequence[tuple[str, dict[str, Spread], int]], columns: dict[str, str] = LAKE_TITLES
+) -> str:
+    """One row per figure: the median with the spread per column, then every run per column.
+
+    ``rows``: (label, spread per column key, decimals); ``columns``: key -> title (the two
+    lakes by default); a column a row lacks shows ``-``."""
+    headers = [
+        "",
+        *[f"{title}, median (min..max)" for title in columns.values()],
+        *[f"{key}, each run" for key in columns],
+    ]
+    body = []
+    for label, spreads, decimals in rows:
+        medians = [spreads[k].render(decimals) if k in spreads else "-" for k in columns]
+        runs = [spreads[k].render_runs(decimals) if k in spreads else "-" for k in columns]
+        body.append([label, *medians, *runs])
+    return render_table(headers, body)
+
+
+def load_average() -> list[float]:
+    return [round(v, 2) for v in os.getloadavg()]
+
+
+def write_json(path: str | None, result: dict[str, Any]) -> None:
+    if not path:
+        return
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"results written to {path}")
