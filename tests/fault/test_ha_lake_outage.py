@@ -93,21 +93,31 @@ class RetentionWatch:
                     continue  # a busy node misses a sample; the next one covers it
 
     def _sample(self, api: httpx.Client) -> None:
-        for state in _describe(self.stack, self.stream)["partitions"]:
-            lake = state["lake_offset"]
-            if lake is None:
-                continue
-            for node in self.stack.nodes:
-                view = api.get(
-                    f"{node.api_url}/v1/streams/{self.stream}/partitions/{state['partition']}"
-                ).json()
-                start = view.get("log_start_offset")
-                if start is not None and start > lake:
-                    self.violations.append(
-                        f"partition {state['partition']} broker {node.broker_id}: log starts "
-                        f"at {start}, the lake holds only up to {lake}"
-                    )
+        """Every replica's log start first, the lake offsets after: the lake offset only grows,
+        so a start above a lake offset read later is a real violation, never a race between
+        the reads (the lake and retention moving on in between)."""
+        starts = [
+            (partition, node.broker_id, self._log_start(api, node.api_url, partition))
+            for partition in range(PARTITIONS)
+            for node in self.stack.nodes
+        ]
+        lake = {
+            s["partition"]: s["lake_offset"]
+            for s in _describe(self.stack, self.stream)["partitions"]
+        }
+        for partition, broker, start in starts:
+            bound = lake.get(partition)
+            if bound is not None and start is not None and start > bound:
+                self.violations.append(
+                    f"partition {partition} broker {broker}: log starts at {start}, "
+                    f"the lake holds only up to {bound}"
+                )
         self.samples += 1
+
+    def _log_start(self, api: httpx.Client, url: str, partition: int) -> int | None:
+        view = api.get(f"{url}/v1/streams/{self.stream}/partitions/{partition}").json()
+        start = view.get("log_start_offset")
+        return None if start is None else int(start)
 
     def stop(self) -> None:
         self._stop.set()
