@@ -33,7 +33,24 @@ log = logging.getLogger("liftlog.fetcher")
 FETCH_WAIT_MS = 500
 FETCH_MAX_BYTES = 4 * 1024 * 1024
 REQUEST_TIMEOUT_S = 5.0
+# A fetch answer is due FETCH_WAIT_MS after the request at the latest, plus the leader's read
+# and the transfer; this much more is allowed before the fetch counts as lost (see
+# fetch_timeout_s).
+FETCH_RESPONSE_GRACE_S = 1.0
 RETRY_BACKOFF_S = 0.2
+
+
+def fetch_timeout_s(wait_ms: int = FETCH_WAIT_MS) -> float:
+    """How long a follower waits for the answer to a fetch that may be parked ``wait_ms``.
+
+    NATS does not tell a requester that its request or the answer was lost: when the NATS
+    server the leader's node is attached to dies, a fetch in flight through it is simply
+    gone, and the follower notices only when this timeout ends. Meanwhile the leader cannot
+    advance its HW, so every acks=all publish waits as long. The leader answers within
+    ``wait_ms`` plus its read of at most FETCH_MAX_BYTES, so a short grace bounds that stall
+    (a fetch that merely took longer is sent again from the same offset, which is harmless).
+    """
+    return wait_ms / 1000 + FETCH_RESPONSE_GRACE_S
 
 
 @runtime_checkable
@@ -169,9 +186,7 @@ class ReplicaFetcher:
         )
         subject = fetch_subject(self._cluster, r.stream_name, r.partition, self.leader_id)
         sent_at = throttle.now() if throttle is not None else 0.0
-        msg = await self._nc.request(
-            subject, req.encode(), timeout=REQUEST_TIMEOUT_S + FETCH_WAIT_MS / 1000
-        )
+        msg = await self._nc.request(subject, req.encode(), timeout=fetch_timeout_s())
         meta_text = (msg.headers or {}).get(HEADER_FETCH_META)
         if meta_text is None:
             raise InvalidRequestError("fetch response without metadata")

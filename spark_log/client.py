@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import itertools
+import time
 import zlib
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from spark_log.errors import (
 )
 from spark_log.log import Record
 from spark_log.nats_io import widen_read_buffer
+from spark_log.publish_retry import DEFAULT_DELIVERY_TIMEOUT_S, retry_delay
 from spark_log.rest import DEFAULT_SERVER, RestClient
 from spark_log.stream_spec import StreamSpec
 from spark_log.wire import (
@@ -89,6 +91,7 @@ class Client:
         servers: str | list[str] = DEFAULT_SERVER,
         nats_url: str | None = None,
         ack_timeout_s: float = DEFAULT_ACK_TIMEOUT_S,
+        delivery_timeout_s: float | None = DEFAULT_DELIVERY_TIMEOUT_S,
     ) -> None:
         self.rest = RestClient(servers)
         self.nats_url = nats_url
@@ -96,6 +99,10 @@ class Client:
         connection to a discovered server is lost)."""
         self._discovered_nats_url: str | None = None
         self.ack_timeout_s = ack_timeout_s
+        self.delivery_timeout_s = delivery_timeout_s
+        """How long a publish keeps retrying failures that stored nothing (a leadership change:
+        ``no_responders``; ``not_leader`` and ack timeouts too with a msg id), as Kafka's
+        ``delivery.timeout.ms``; 0 or None hands every failure to the caller at once."""
         self._nc: NatsClient | None = None
         self._owns_nc = False
         self._specs: dict[str, StreamSpec] = {}
@@ -287,6 +294,38 @@ class Client:
         return int((await self._nats()).max_payload)
 
     async def _send(
+        self,
+        spec: StreamSpec,
+        partition: int,
+        payload: bytes,
+        headers: dict[str, str],
+        ack_policy: str | None,
+        timeout_s: float | None,
+    ) -> dict[str, Any] | None:
+        """Publish and wait for the ack, retrying what ``spark_log.publish_retry`` allows
+        within ``delivery_timeout_s``: a leadership change then costs latency, not errors."""
+        has_msg_id = HEADER_MSG_ID in headers
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            try:
+                return await self._send_once(
+                    spec, partition, payload, headers, ack_policy, timeout_s
+                )
+            except LiftlogError as exc:
+                attempt += 1
+                delay = retry_delay(
+                    exc,
+                    has_msg_id=has_msg_id,
+                    attempt=attempt,
+                    elapsed_s=time.monotonic() - started,
+                    delivery_timeout_s=self.delivery_timeout_s,
+                )
+                if delay is None:
+                    raise
+            await asyncio.sleep(delay)
+
+    async def _send_once(
         self,
         spec: StreamSpec,
         partition: int,

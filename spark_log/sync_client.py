@@ -26,6 +26,7 @@ from spark_log.client import (
 )
 from spark_log.log import Record
 from spark_log.loop_thread import LoopThread
+from spark_log.publish_retry import DEFAULT_DELIVERY_TIMEOUT_S
 from spark_log.rest import DEFAULT_SERVER
 
 P = ParamSpec("P")
@@ -52,10 +53,13 @@ class SyncClient:
         servers: str | list[str] = DEFAULT_SERVER,
         nats_url: str | None = None,
         ack_timeout_s: float = DEFAULT_ACK_TIMEOUT_S,
+        delivery_timeout_s: float | None = DEFAULT_DELIVERY_TIMEOUT_S,
     ) -> None:
         self._loop = LoopThread("liftlog-sync-client")
         try:
-            self._client = self._loop.run(_make_client(servers, nats_url, ack_timeout_s))
+            self._client = self._loop.run(
+                _make_client(servers, nats_url, ack_timeout_s, delivery_timeout_s)
+            )
         except BaseException:
             self._loop.stop()  # no client, so nothing else would ever stop the thread
             raise
@@ -192,6 +196,16 @@ async def _next_or_end(records: AsyncIterator[Record]) -> Record | None:
         return None
 
 
-async def _make_client(servers: str | list[str], nats_url: str | None, timeout_s: float) -> Client:
+async def _make_client(
+    servers: str | list[str],
+    nats_url: str | None,
+    timeout_s: float,
+    delivery_timeout_s: float | None,
+) -> Client:
     """Build the client on its loop, so everything it creates belongs there."""
-    return Client(servers, nats_url=nats_url, ack_timeout_s=timeout_s)
+    return Client(
+        servers,
+        nats_url=nats_url,
+        ack_timeout_s=timeout_s,
+        delivery_timeout_s=delivery_timeout_s,
+    )

@@ -169,7 +169,8 @@ async def test_error_acks_become_typed_errors(node, stream_name):
 
 async def test_no_responders_is_a_typed_error_naming_the_subject(node, stream_name):
     subject = f"{stream_name}.in"
-    async with Client(node.api_url) as client, Client(node.api_url) as admin:
+    no_retries = Client(node.api_url, delivery_timeout_s=0)
+    async with no_retries as client, Client(node.api_url) as admin:
         await client.create_stream(stream_name, subject)
         await client.publish(stream_name, b"v")  # caches the spec: the client keeps publishing
         await admin.delete_stream(stream_name)
@@ -177,6 +178,46 @@ async def test_no_responders_is_a_typed_error_naming_the_subject(node, stream_na
         assert error.code == "no_responders"
         assert subject in error.message and "describe" in error.message
         assert "malformed" not in error.message
+
+
+async def test_a_publish_nobody_hears_is_retried_until_a_leader_listens(node, stream_name):
+    """No-responders stored nothing: the client publishes again with a backoff, so a partition
+    that gets a listening leader within ``delivery_timeout_s`` costs latency, not an error."""
+    subject = f"{stream_name}.in"
+    async with (
+        Client(node.api_url) as client,
+        Client(node.api_url, delivery_timeout_s=0) as probe,
+        Client(node.api_url) as admin,
+    ):
+        await admin.create_stream(stream_name, subject)
+        await client.publish(stream_name, b"first")  # caches the spec, as a producer does
+        await probe.publish(stream_name, b"first")
+        await admin.delete_stream(stream_name)
+        await _publish_until_no_responders(probe, stream_name)
+        publish = asyncio.create_task(client.publish(stream_name, b"retried"))
+        await admin.create_stream(stream_name, subject)
+        ack = await publish
+        assert ack is not None and (ack.offset, ack.duplicate) == (0, False)
+
+
+async def test_retries_end_at_the_delivery_timeout(node, stream_name):
+    """A partition that never gets a leader: the last no-responders after the delivery timeout
+    reaches the caller."""
+    async with (
+        Client(node.api_url, delivery_timeout_s=0.5) as client,
+        Client(node.api_url, delivery_timeout_s=0) as probe,
+        Client(node.api_url) as admin,
+    ):
+        await admin.create_stream(stream_name, f"{stream_name}.in")
+        await client.publish(stream_name, b"v")
+        await probe.publish(stream_name, b"v")
+        await admin.delete_stream(stream_name)
+        await _publish_until_no_responders(probe, stream_name)
+        started = time.monotonic()
+        with pytest.raises(NoRespondersError):
+            await client.publish(stream_name, b"never stored", timeout_s=1)
+        # 50 + 100 + 200 ms of backoff fit in 0.5 s; the next 400 ms would not
+        assert time.monotonic() - started >= 0.35
 
 
 async def _publish_until_no_responders(client: Client, stream: str) -> NoRespondersError:
