@@ -25,6 +25,14 @@ class ZkUnavailableError(CoordinatorError, UnavailableError):
     code = "unavailable"
 
 
+class ZkNotSentError(ZkUnavailableError):
+    """The request was never sent (not connected within the bound): nothing changed.
+
+    Unlike a request that got no answer in time, whose outcome is unknown (it may have been
+    applied), a caller may treat this one as certainly not applied.
+    """
+
+
 class ZkSessionExpiredError(ZkUnavailableError):
     """The ZooKeeper session expired: its ephemeral znodes (broker registration) are gone.
 

@@ -45,6 +45,7 @@ from kazoo.retry import KazooRetry, RetryFailedError
 from coordinator.errors import (
     CoordinatorError,
     VersionConflictError,
+    ZkNotSentError,
     ZkSessionExpiredError,
     ZkUnavailableError,
     ZNodeExistsError,
@@ -210,14 +211,15 @@ class ZkSession:
         write applied whenever ZooKeeper returns, long after its caller gave up). Here a call
         waits for the connection for at most the session timeout (a reconnect to another
         server of the ensemble takes far less, so losing one server goes unnoticed), then
-        fails with ConnectionLoss (a ZkUnavailableError, a 503, for the caller) without
-        having been queued. The time bound on the answer covers a connection lost while the
-        request is in flight.
+        fails with ZkNotSentError (a ZkUnavailableError, a 503, for the caller): certainly
+        not applied. The time bound on the answer covers a connection lost while the request
+        is in flight; that failure (a plain ZkUnavailableError) leaves the outcome unknown:
+        the request may still be applied, as with any request whose answer was lost.
         """
         if self._closed:
             raise ConnectionClosedError("the session was stopped")
         if not self._connected.wait(self.session_timeout_s):
-            raise ConnectionLoss("not connected to ZooKeeper")
+            raise ZkNotSentError("ZooKeeper unreachable: not connected, the request was not sent")
         return call(*args, **kwargs).get(timeout=self.session_timeout_s)
 
     def _require_connected(self, path: str) -> None:

@@ -38,6 +38,8 @@ REQUEST_TIMEOUT_S = 5.0
 # fetch_timeout_s).
 FETCH_RESPONSE_GRACE_S = 1.0
 RETRY_BACKOFF_S = 0.2
+# every this many failed fetches in a row is logged as a warning (the others at debug)
+FAILURES_WORTH_A_WARNING = 5
 
 
 def fetch_timeout_s(wait_ms: int = FETCH_WAIT_MS) -> float:
@@ -87,6 +89,7 @@ class ReplicaFetcher:
         self._cluster = cluster
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._failed_in_a_row = 0  # fetches that failed since the last that did not
         self.leader_id = replica.leader_id
         self.leader_epoch = replica.leader_epoch
 
@@ -120,15 +123,36 @@ class ReplicaFetcher:
                     if not truncated:
                         await self._backoff()  # refused: the leadership is changing
                     continue
-                if not await self._fetch_once():
+                fetched = await self._fetch_once()
+                self._failed_in_a_row = 0
+                if not fetched:
                     await self._backoff()
             except (nats.errors.Error, OSError, InvalidRequestError) as exc:
-                log.debug("fetch from broker %d failed: %s", self.leader_id, exc)
+                self._note_failure(exc)
                 await self._backoff()
             except LiftlogError as exc:
                 log.error("%s: replication stopped: %s", self._name(), exc.message)
                 self._replica.fail_replication(exc.message)
                 return
+
+    def _note_failure(self, exc: BaseException) -> None:
+        """One failed fetch is routine (a leader change, a lost request); several in a row
+        (a leader slower than fetch_timeout_s, an unreachable one) is what an operator must
+        see before the follower drops out of the ISR."""
+        self._failed_in_a_row += 1
+        level = (
+            logging.WARNING
+            if self._failed_in_a_row % FAILURES_WORTH_A_WARNING == 0
+            else logging.DEBUG
+        )
+        log.log(
+            level,
+            "%s: fetch from broker %d failed (%d in a row): %s",
+            self._name(),
+            self.leader_id,
+            self._failed_in_a_row,
+            exc,
+        )
 
     async def _backoff(self) -> None:
         if not self._stopping:

@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Coroutine
 from typing import Any
 
 import nats
@@ -94,7 +93,11 @@ class IngestNode:
         self._reconciler: asyncio.Task[None] | None = None
         self._reconciling = True
         self._loop: asyncio.AbstractEventLoop | None = None
+        # set from an expired session until the broker has registered on a new one: while set,
+        # nothing lifts the fence on its leaderships
         self._session_lost = False
+        self._session_losses = 0  # counts expiries, so an attempt knows if another came since
+        self._reregistering: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[None]] = set()
 
     # ----------------------------------------------------------------- start / stop
@@ -307,33 +310,41 @@ class IngestNode:
         commit anything a newer one lacks. What needs ZooKeeper (an ISR shrink, a stream
         create) is refused meanwhile, so a dead follower holds the HW rather than being dropped.
         Fencing on "suspended" instead stopped every partition for the few seconds an ensemble
-        takes to elect a new leader, which any single ZooKeeper server loss causes.
+        takes to elect a new leader, which any single ZooKeeper server loss causes; fencing
+        once suspended past the session timeout would stop every partition of the cluster
+        during an outage of the ensemble's quorum, when sessions cannot expire at all. A
+        leader cut off from ZooKeeper alone is held by its followers instead: they follow the
+        newly elected leader and stop fetching, so its acks=all publishes cannot commit.
         """
         if state == "connected":
             if self._session_lost:
-                self._session_lost = False
-                self._spawn(self._reregister())
+                self._start_reregistering()
                 return
             self.replicas.fence_leaders(None)
             self._reconcile_wanted.set()
             return
         if state == "lost":
             self._session_lost = True
+            self._session_losses += 1
             self.replicas.fence_leaders("ZooKeeper session lost")
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+    def _start_reregistering(self) -> None:
+        """One re-registration at a time; a running one goes on across reconnects."""
+        if self._reregistering is None or self._reregistering.done():
+            self._reregistering = asyncio.ensure_future(self._reregister())
+            self._background.add(self._reregistering)
+            self._reregistering.add_done_callback(self._background.discard)
 
     async def _reregister(self) -> None:
         """The session expired: this broker is a new incarnation and must register again.
 
-        Retried until it succeeds, the session is lost again (whose reconnect starts a new
-        attempt) or the node stops: a broker that gave up would stay fenced and unregistered,
-        invisible to the controller, for as long as it runs.
+        Retried until it succeeds or the node stops: a broker that gave up would stay fenced
+        and unregistered, invisible to the controller, for as long as it runs. An attempt
+        that overlapped another expiry is not trusted (its znode may belong to the expired
+        session): the loop registers again.
         """
-        while not self._stopping.is_set() and not self._session_lost:
+        while not self._stopping.is_set() and self._session_lost:
+            losses = self._session_losses
             try:
                 await asyncio.to_thread(
                     register_broker, self.zk, self.broker_info(), self._register_wait_s()
@@ -347,7 +358,10 @@ class IngestNode:
                 )
                 await asyncio.sleep(REREGISTER_RETRY_S)
                 continue
+            if losses != self._session_losses:
+                continue
             log.info("broker %d registered again on a new session", self.config.broker_id)
+            self._session_lost = False
             self.replicas.fence_leaders(None)
             self._reconcile_wanted.set()
             return

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from coordinator.errors import ZkUnavailableError
+from coordinator.errors import ZkNotSentError, ZkUnavailableError
 from coordinator.znodes import PartitionState
 from ingest.clock import SYSTEM_CLOCK, Clock
 from ingest.dedup_rebuild import rebuild_dedup_window
@@ -423,20 +423,19 @@ class PartitionReplica:
             state, version = await self.isr_writer(
                 change.expected, self.state.state_version, change.new_isr
             )
-        except ZkUnavailableError as exc:
-            # Kafka's rule without ZooKeeper: keep the ISR and try again at the next check. A
-            # lagging follower kept in the ISR holds the HW, so acks=all waits (or times out)
-            # instead of being acknowledged on fewer replicas; nothing says the state moved,
-            # so fencing (failing every request as not_leader) would only mislead producers.
-            log.warning(
-                "%s: ISR change to %s postponed, ZooKeeper unavailable (%s)",
-                self.state.name,
-                change.new_isr,
-                exc.message,
-            )
-            self._isr_retry_at_ms = now_ms + ISR_RETRY_MS
-            return
         except LiftlogError as exc:
+            if _may_postpone(exc, self.state.isr, change.new_isr):
+                # Kafka's rule without ZooKeeper: keep the ISR and try again later. A lagging
+                # follower kept in the ISR holds the HW, so acks=all waits (or times out)
+                # instead of being acknowledged on fewer replicas.
+                log.warning(
+                    "%s: ISR change to %s postponed, ZooKeeper unavailable (%s)",
+                    self.state.name,
+                    change.new_isr,
+                    exc.message,
+                )
+                self._isr_retry_at_ms = now_ms + ISR_RETRY_MS
+                return
             log.warning(
                 "%s: ISR change to %s refused (%s): fencing until re-read",
                 self.state.name,
@@ -560,3 +559,18 @@ def _seal(log_: PartitionLog) -> None:
     log_.roll()
     log_.flush()
     log_.checkpoint_high_watermark()
+
+
+def _may_postpone(exc: LiftlogError, isr: list[int], new_isr: list[int]) -> bool:
+    """Whether a failed ISR write may be retried later while this leader keeps leading.
+
+    A write never sent changed nothing. A shrink whose outcome is unknown is safe to keep
+    leading through too: if ZooKeeper did apply it, the leader still counts the larger ISR for
+    its HW (stricter than needed), and its next write meets a version conflict and fences. An
+    expansion whose outcome is unknown is not: ZooKeeper may already name the new member, which
+    could be elected while this leader's HW ignored it, so that case fences (Kafka's
+    "maximal ISR" problem).
+    """
+    if isinstance(exc, ZkNotSentError):
+        return True
+    return isinstance(exc, ZkUnavailableError) and set(new_isr) <= set(isr)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator import reassignment_store
-from coordinator.errors import VersionConflictError, ZkUnavailableError
+from coordinator.errors import VersionConflictError, ZkNotSentError
 from coordinator.isr import leave_isr_for_data_loss, update_isr
 from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
@@ -284,7 +284,7 @@ class ReplicaManager:
         ) -> tuple[PartitionState, int]:
             # the leader's writer awaits this: refuse at once rather than wait for a reconnect
             if not self._session.connected:
-                raise ZkUnavailableError("not connected to ZooKeeper")
+                raise ZkNotSentError("not connected to ZooKeeper: the ISR change was not sent")
             return await asyncio.to_thread(
                 update_isr, self._session, key[0], key[1], expected, version, new_isr
             )

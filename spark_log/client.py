@@ -60,6 +60,8 @@ DEFAULT_POLL_WAIT_MS = 1000
 DEFAULT_FETCH_RECORDS = 1000
 MAX_IN_FLIGHT = 65536
 DISCOVERED_NATS_RECONNECT_ATTEMPTS = 3
+# a retry cut short by the delivery timeout still waits this long for its ack
+MIN_RETRY_ACK_TIMEOUT_S = 0.05
 DISCOVERED_NATS_RECONNECT_WAIT_S = 0.5
 # A flush waits for the lake export on every partition's leader.
 FLUSH_TIMEOUT_S = 120.0
@@ -324,6 +326,16 @@ class Client:
                 if delay is None:
                     raise
             await asyncio.sleep(delay)
+            # a retry waits for its ack no later than the delivery timeout (Kafka's bound on
+            # the whole send, retries included)
+            timeout_s = self._retry_timeout_s(timeout_s, time.monotonic() - started)
+
+    def _retry_timeout_s(self, timeout_s: float | None, elapsed_s: float) -> float:
+        """The ack timeout of a retry: the usual one, cut to what is left of the delivery
+        timeout (``retry_delay`` only allows a retry while some is left)."""
+        usual = timeout_s or self.ack_timeout_s
+        left = (self.delivery_timeout_s or usual) - elapsed_s
+        return max(min(usual, left), MIN_RETRY_ACK_TIMEOUT_S)
 
     async def _send_once(
         self,

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coordinator.errors import VersionConflictError, ZkUnavailableError
+from coordinator.errors import VersionConflictError, ZkNotSentError, ZkUnavailableError
 from coordinator.znodes import PartitionState
 from ingest.metrics import NodeMetrics
-from ingest.partition import ISR_RETRY_MS, PartitionReplica
+from ingest.partition import ISR_RETRY_MS, PartitionReplica, _may_postpone
 from ingest.partition_state import ROLE_LEADER
 from spark_log.config import NodeConfig
 from spark_log.errors import LiftlogError
@@ -95,3 +95,14 @@ async def test_a_lost_conditional_isr_write_still_fences(tmp_path, clock):
         assert "ISR write failed" in replica.fenced_reason
     finally:
         await replica.close()
+
+
+def test_which_failed_isr_writes_the_leader_may_keep_leading_through():
+    """Never sent: always. Outcome unknown: a shrink only (ZooKeeper may already name an added
+    member the leader's HW ignored). A lost conditional check: never."""
+    unknown, not_sent = ZkUnavailableError("no answer"), ZkNotSentError("not connected")
+    assert _may_postpone(not_sent, [1, 2], [1])
+    assert _may_postpone(not_sent, [1], [1, 2])
+    assert _may_postpone(unknown, [1, 2], [1])
+    assert not _may_postpone(unknown, [1], [1, 2])
+    assert not _may_postpone(VersionConflictError("moved"), [1, 2], [1])
