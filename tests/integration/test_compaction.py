@@ -29,18 +29,17 @@ from datasource.compaction.report import COMPACTED, SKIPPED
 from datasource.compaction.target import describe_target
 from liftlog import cli
 from spark_log.api_models import FlushResult
-from spark_log.errors import LiftlogError
 from spark_log.lake.compaction_state import COMPACTION_METADATA_KEY, compaction_app_id
 from spark_log.lake.errors import LakeCommitConflictError
 from spark_log.lake.rewrite import RewriteSnapshot
 from spark_log.lake.storage import LakeStorage
 from spark_log.rest import RestClient
+from tests.integration.compaction_race import QUIET, compact_twice_at_once
 from tests.integration.conftest import create_stream
 from tests.waiting import wait_for
 
 HOUR_MS = 3_600_000
 RETENTION_MS = HOUR_MS
-QUIET = CompactionOptions(optimize=False, vacuum=False)
 Record = tuple[int, int, str | None, str]  # partition, offset, key, value
 
 
@@ -308,20 +307,7 @@ def test_two_racing_compactions_commit_exactly_once(node, api, stream_name, spar
     # truly concurrent: whichever order, one commit and no duplicates
     publish(api, stream_name, 0, [(f"k{j}", "new") for j in range(6)])
     flush(api, stream_name)
-    reports: list[Any] = []
-    failures: list[Exception] = []
-
-    def compact() -> None:
-        try:
-            reports.append(compact_stream(spark, target, QUIET))
-        except LiftlogError as exc:
-            failures.append(exc)
-
-    threads = [threading.Thread(target=compact) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    reports, failures = compact_twice_at_once(spark, target, 120)
     assert not failures and len(reports) == 2
     assert sum(r.committed for r in reports) == 1
     assert [o for _, o, _, _ in table_rows(target.table_uri)] == list(range(18, 24))

@@ -26,19 +26,18 @@ from liftlog import cli
 from liftlog.embedded.seaweedfs import S3Credentials
 from spark_log.api_models import StreamDescription
 from spark_log.config import LakeConfig
-from spark_log.errors import LiftlogError
 from spark_log.lake.commit_safety import PROBE_DIR
 from spark_log.lake.compaction_state import compaction_app_id
 from spark_log.lake.errors import LakeCommitConflictError, UnsafeLakeStoreError
 from spark_log.lake.rewrite import RewriteSnapshot
 from spark_log.lake.storage import LakeStorage
 from spark_log.rest import RestClient
+from tests.integration.compaction_race import QUIET, compact_twice_at_once
 from tests.integration.conftest import create_stream
 from tests.integration.s3_lake import Row, S3StreamTable, s3_options
 from tests.waiting import wait_for
 
 HOUR_MS = 3_600_000
-QUIET = CompactionOptions(optimize=False, vacuum=False)
 EXPORT_ROUNDS = (
     [("k1", "a1"), ("k2", "a2"), (None, "free-1"), ("k3", "a3"), ("k1", "b1"), ("k4", "a4")],
     [("k2", ""), ("k3", "b3"), (None, ""), ("k5", "a5"), ("k5", ""), ("k1", "c1")],
@@ -157,20 +156,7 @@ def test_two_racing_compactions_on_s3_commit_exactly_once(lake, spark):
     assert len(lake.compactions()) == 1
 
     lake.export(0, [(f"k{j}", "new") for j in range(6)])
-    reports: list[Any] = []
-    failures: list[Exception] = []
-
-    def compact() -> None:
-        try:
-            reports.append(compact_stream(spark, target, QUIET))
-        except LiftlogError as exc:
-            failures.append(exc)
-
-    threads = [threading.Thread(target=compact) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(180)
+    reports, failures = compact_twice_at_once(spark, target, 180)
     assert not failures and len(reports) == 2
     assert sum(r.committed for r in reports) == 1
     assert [o for _, o in lake.offsets()] == list(range(18, 24))

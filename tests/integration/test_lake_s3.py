@@ -9,6 +9,8 @@ environment, so a node path that forgot the options fails here.
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 from pyarrow import fs
@@ -140,19 +142,29 @@ def test_an_s3_lake_whose_options_disable_conditional_puts_is_refused(
     assert _objects_under(lake.storage) == [], "something was written to the unsafe lake"
 
 
+def _node_with_history(
+    make_node: Any, lake: Any, stream: str, history: list[str], tail: list[str]
+) -> Any:
+    """A node on the S3 lake whose ``stream`` holds ``history`` in the lake (flushed) and
+    ``tail`` in its log only: what a read of lake and tail together needs."""
+    node = make_node(lake=lake.config(**MANUAL))
+    with httpx.Client(base_url=node.api_url, timeout=60) as api:
+        create_stream(api, stream)
+        url = f"/v1/streams/{stream}/partitions/0/records"
+        api.post(url, json={"records": [{"value": v} for v in history]}, params=UTF8)
+        assert api.post(f"/v1/streams/{stream}/flush").status_code == 200
+        api.post(url, json={"records": [{"value": v} for v in tail]}, params=UTF8)
+    return node
+
+
 @pytest.mark.usefixtures("spark")
 async def test_the_liftlog_source_reads_lake_and_tail_from_an_s3_lake(
     make_node, stream_name, s3_bucket: tuple[str, S3Credentials], spark
 ):
     bucket, credentials = s3_bucket
     lake = s3_lake(bucket, credentials)
-    node = make_node(lake=lake.config(**MANUAL))
-    with httpx.Client(base_url=node.api_url, timeout=60) as api:
-        create_stream(api, stream_name)
-        url = f"/v1/streams/{stream_name}/partitions/0/records"
-        api.post(url, json={"records": [{"value": f"h{i}"} for i in range(20)]}, params=UTF8)
-        assert api.post(f"/v1/streams/{stream_name}/flush").status_code == 200
-        api.post(url, json={"records": [{"value": f"t{i}"} for i in range(5)]}, params=UTF8)
+    history = [f"h{i}" for i in range(20)]
+    node = _node_with_history(make_node, lake, stream_name, history, [f"t{i}" for i in range(5)])
     reader = spark.read.format("liftlog").option("servers", node.api_url)
     for name, value in lake.options.items():
         reader = reader.option(f"lake.{name}", value)
@@ -190,13 +202,7 @@ async def test_the_liftlog_source_takes_lake_options_from_the_session_conf(
     it; an unsupported name is refused by its full conf name."""
     bucket, credentials = s3_bucket
     lake = s3_lake(bucket, credentials)
-    node = make_node(lake=lake.config(**MANUAL))
-    with httpx.Client(base_url=node.api_url, timeout=60) as api:
-        create_stream(api, stream_name)
-        url = f"/v1/streams/{stream_name}/partitions/0/records"
-        api.post(url, json={"records": [{"value": f"h{i}"} for i in range(10)]}, params=UTF8)
-        assert api.post(f"/v1/streams/{stream_name}/flush").status_code == 200
-        api.post(url, json={"records": [{"value": "tail"}]}, params=UTF8)
+    node = _node_with_history(make_node, lake, stream_name, [f"h{i}" for i in range(10)], ["tail"])
     conf = {f"{SESSION_LAKE_PREFIX}{name}": value for name, value in lake.options.items()}
     conf[f"{SESSION_LAKE_PREFIX}{AWS_SECRET_ACCESS_KEY}"] = "not-the-secret"
     try:

@@ -60,7 +60,13 @@ class Standalone:
     """``liftlog standalone`` as a child process; a thread collects its output lines."""
 
     def __init__(
-        self, data_dir: Path | str, *extra: str, nodes: int = 1, cwd: Path | None = None
+        self,
+        data_dir: Path | str,
+        *extra: str,
+        nodes: int = 1,
+        cwd: Path | None = None,
+        nats_port: int | None = None,
+        zk_port: int | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.api_port = free_port_block(nodes)
@@ -74,9 +80,9 @@ class Standalone:
                 "--nodes",
                 str(nodes),
                 "--nats-port",
-                str(free_port()),
+                str(nats_port or free_port()),
                 "--zk-port",
-                str(free_port()),
+                str(zk_port or free_port()),
                 "--api-port",
                 str(self.api_port),
                 *extra,

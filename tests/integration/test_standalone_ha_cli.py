@@ -9,18 +9,15 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
-import threading
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from liftlog.embedded.ports import free_port_block
 from tests.integration.test_standalone_cli import (
-    LIFTLOG,
     STARTUP_TIMEOUT_S,
+    Standalone,
     _cli,
     _processes_mentioning,
 )
@@ -33,63 +30,25 @@ RESTART_TIMEOUT_S = 120
 ENDPOINT = re.compile(r"^(\S+(?: \S+)?)\s+(\S+://\S+|[\d.]+:\d+(?:,[\d.]+:\d+)*)$")
 
 
-class HaStandalone:
+class HaStandalone(Standalone):
     """``liftlog standalone --ha`` on free port blocks; a thread collects its output."""
 
     def __init__(self, data_dir: Path) -> None:
         self.nats_port = free_port_block(HA_SIZE)
         self.zk_port = free_port_block(HA_SIZE)
-        self.api_port = free_port_block(HA_SIZE)
-        self.lines: list[str] = []
-        self.proc = subprocess.Popen(
-            [
-                LIFTLOG, "standalone", "--ha", "--data-dir", str(data_dir),
-                "--nats-port", str(self.nats_port), "--zk-port", str(self.zk_port),
-                "--api-port", str(self.api_port),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )  # fmt: skip
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip())
+        super().__init__(
+            data_dir, "--ha", nodes=HA_SIZE, nats_port=self.nats_port, zk_port=self.zk_port
+        )
 
     def wait_ready(self) -> None:
-        def ready() -> bool:
-            if self.proc.poll() is not None and not self._reader.is_alive():
-                pytest.fail("standalone --ha exited:\n" + "\n".join(self.lines))
-            return "ready; Ctrl-C stops everything" in self.lines
-
-        wait_for(ready, STARTUP_TIMEOUT_S * 2, message="standalone --ha ready")
+        self.wait_line(r"^ready; Ctrl-C stops everything", STARTUP_TIMEOUT_S * 2)
 
     def wait_line(self, pattern: str, timeout_s: float = RESTART_TIMEOUT_S) -> re.Match[str]:
-        """The first output line matching ``pattern``; fails early if the launcher exits."""
-
-        def found() -> re.Match[str] | None:
-            for line in list(self.lines):
-                if match := re.search(pattern, line):
-                    return match
-            if self.proc.poll() is not None and not self._reader.is_alive():
-                pytest.fail(f"standalone --ha exited before {pattern!r}:\n" + "\n".join(self.lines))
-            return None
-
-        match: re.Match[str] | None = wait_for(found, timeout_s, message=f"a line like {pattern!r}")
-        assert match is not None
-        return match
+        """As the plain launcher's, with time for a restart's backoff and rejoin."""
+        return super().wait_line(pattern, timeout_s)
 
     def endpoints(self) -> dict[str, str]:
         return {m[1]: m[2] for line in self.lines if (m := ENDPOINT.match(line))}
-
-    def stop(self) -> int:
-        self.proc.send_signal(signal.SIGINT)
-        code = self.proc.wait(timeout=STOP_TIMEOUT_S)
-        self._reader.join(timeout=10)
-        return code
 
 
 def test_standalone_ha_runs_the_cluster_and_acks_rf3_publishes(temp_dir: Path) -> None:
