@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST := $(PY) -m pytest
 
-.PHONY: demo test fault fault-ha bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake lint format clean-venv check-java
+.PHONY: demo test fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake lint format clean-venv check-java
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory check-java
@@ -36,6 +36,24 @@ fault: $(STAMP)
 
 fault-ha: $(STAMP)
 	$(PYTEST) -q tests/fault/test_ha_*.py
+
+# Jepsen-style fault suite (docs/faults.md): every scenario safe and unsafe, then a safe randomized
+# schedule of DURATION seconds and an unsafe one; SEED replays; the table is printed last.
+DURATION ?= 600
+SEED     ?=
+RESULTS  ?= bench/jepsen-results
+JEPSEN_ENV = LIFTLOG_JEPSEN_RESULTS=$(abspath $(RESULTS)) LIFTLOG_JEPSEN_DURATION=$(DURATION) LIFTLOG_JEPSEN_SEED=$(SEED)
+
+jepsen: $(STAMP)
+	@mkdir -p $(RESULTS)
+	$(JEPSEN_ENV) $(PYTEST) -q -m slow tests/jepsen/test_scenarios.py tests/jepsen/test_random.py; \
+	  status=$$?; $(PY) -m tests.jepsen.table $(RESULTS); exit $$status
+
+# only the randomized schedule: `make jepsen-random SEED=<seed> DURATION=<s>` replays one
+jepsen-random: $(STAMP)
+	@mkdir -p $(RESULTS)
+	$(JEPSEN_ENV) $(PYTEST) -q -m slow tests/jepsen/test_random.py -k long; \
+	  status=$$?; $(PY) -m tests.jepsen.table $(RESULTS); exit $$status
 
 bench: $(STAMP)
 	$(VENV)/bin/liftlog bench --json bench/results-latest.json

@@ -15,9 +15,15 @@ import dataclasses
 from collections.abc import Sequence
 
 from coordinator.errors import InvalidIsrError, VersionConflictError, ZNodeNotFoundError
-from coordinator.leader_selection import leave_isr_after_data_loss
+from coordinator.leader_selection import lead_again_after_restart, leave_isr_after_data_loss
 from coordinator.zk import ZkSession
-from coordinator.znodes import NO_LEADER, PartitionState, partition_state_path, stream_path
+from coordinator.znodes import (
+    NO_LEADER,
+    PartitionState,
+    broker_path,
+    partition_state_path,
+    stream_path,
+)
 from spark_log.errors import PartitionNotFoundError, StreamNotFoundError
 from spark_log.stream_spec import validate_stream_name
 
@@ -54,7 +60,9 @@ def update_isr(
     repeats a broker or names a non-replica.
     """
     validate_stream_name(stream)
-    isr = _checked_isr(expected, new_isr)
+    isr = _registered_only(session, expected, _checked_isr(expected, new_isr))
+    if isr == expected.isr:
+        return expected, expected_version  # nothing left to write
     updated = dataclasses.replace(expected, isr=isr)
     try:
         version = session.set_json(
@@ -103,6 +111,27 @@ def leave_isr_for_data_loss(
     )
 
 
+def bump_epoch_after_restart(
+    session: ZkSession, stream: str, partition: int, broker_id: int, led_epoch: int
+) -> tuple[PartitionState, int]:
+    """A restarted leader's new leader epoch (``leader_selection.lead_again_after_restart``),
+    written conditionally on the version read: the state now and its version, written or, if
+    the state already moved on (another leader, a later epoch), as read.
+    VersionConflictError when another write won the race: the caller re-reads and retries.
+    """
+    state, version = read_partition_state(session, stream, partition)
+    updated = lead_again_after_restart(state, broker_id, led_epoch)
+    if updated is None:
+        return state, version
+    try:
+        new_version = session.set_json(
+            partition_state_path(stream, partition), updated.to_json(), version
+        )
+    except ZNodeNotFoundError as exc:
+        raise _missing(session, stream, partition) from exc
+    return updated, new_version
+
+
 def _checked_isr(expected: PartitionState, new_isr: Sequence[int]) -> tuple[int, ...]:
     isr = tuple(new_isr)
     if expected.leader == NO_LEADER:
@@ -114,6 +143,16 @@ def _checked_isr(expected: PartitionState, new_isr: Sequence[int]) -> tuple[int,
             f"the ISR {list(isr)} must be distinct replicas of {list(expected.replicas)}"
         )
     return isr
+
+
+def _registered_only(
+    session: ZkSession, expected: PartitionState, isr: tuple[int, ...]
+) -> tuple[int, ...]:
+    """``isr`` without the brokers it would add that are not registered (KIP-841's rule): a
+    broker whose session expired is still fetching until it learns so, and re-adding it would
+    undo the controller's removal, which removes it again, back and forth, each round a
+    conditional-write race the leader can lose."""
+    return tuple(b for b in isr if b in expected.isr or session.exists(broker_path(b)))
 
 
 def _missing(session: ZkSession, stream: str, partition: int) -> Exception:

@@ -123,6 +123,23 @@ def leave_isr_after_data_loss(state: PartitionState, broker_id: int) -> Partitio
     return dataclasses.replace(state, leader=leader, leader_epoch=state.leader_epoch + 1, isr=isr)
 
 
+def lead_again_after_restart(
+    state: PartitionState, broker_id: int, led_epoch: int
+) -> PartitionState | None:
+    """A new leader epoch for a leader that restarted while still named leader (it
+    re-registered before its old session's expiry was acted on, so no election happened).
+
+    Its log may have lost an unflushed tail its followers already copied, and the records it
+    appends next would take the same offsets in the same epoch: followers could not tell the
+    two tails apart by epoch (KIP-101 needs one epoch per leadership incarnation), and an
+    old tail would stay below the HW. A new epoch starting at its LEO lets every follower cut
+    what this log lost. None when the state no longer names it leader of ``led_epoch``.
+    """
+    if state.leader != broker_id or state.leader_epoch != led_epoch:
+        return None
+    return dataclasses.replace(state, leader_epoch=state.leader_epoch + 1)
+
+
 def elect_unclean(
     state: PartitionState, live: AbstractSet[int], broker_id: int | None = None
 ) -> PartitionState:

@@ -10,19 +10,26 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from typing import Any
 
 from coordinator.znodes import NO_LEADER, StreamRecord
 from coordinator.znodes import PartitionState as PartitionRecord
 from ingest.exporter import in_lake_thread
+from ingest.follower_path import LeaderReport
 from ingest.node_view import NodeView
+from ingest.storage_stall import StorageStall
+from ingest.unclean_loss import assess_loss
 from spark_log.api_models import (
+    EpochEntryView,
     FlushResult,
     LakeRef,
+    LeaderReportView,
     PartitionFlush,
     PartitionState,
     RecoveryLossView,
     ReplicaView,
+    StorageErrorView,
     StreamDescription,
     StreamSummary,
     UncleanElection,
@@ -42,8 +49,8 @@ from spark_log.stream_spec import StreamSpec
 LEADER_VIEW_TIMEOUT_S = 2.0
 FLUSH_FORWARD_MARGIN_S = 10.0
 UNCLEAN_ELECTION_WARNING = (
-    "records the dead in-sync replicas committed above the candidate's log end "
-    "offset are lost as well; consumers may see offsets reused"
+    "every record the other replicas hold from where their logs diverge from the candidate's "
+    "(its log end offset at most) is lost; consumers may see offsets reused"
 )
 
 
@@ -159,12 +166,37 @@ def local_partition_view(node: NodeView, name: str, p: int) -> ReplicaView:
         log_end_offset=log_.log_end_offset if log_ else None,
         log_start_offset=log_.log_start_offset if log_ else None,
         offline=replica.offline_reason is not None,
+        storage_error=_storage_error_view(replica.state.storage_stall),
         fenced=replica.fenced_reason is not None,
         lake_start_offset=replica.lake_start_offset,
         lake_offset=replica.lake_offset,
         recovery_loss=_recovery_loss_view(log_.recovery_loss if log_ else None),
         replica_log_end_offsets=leos,
+        last_leader_report=_leader_report_view(replica.follower_path.last_leader_report),
+        epoch_entries=_epoch_entries_view(log_.epoch_entries) if log_ else None,
     )
+
+
+def _epoch_entries_view(entries: list[tuple[int, int]]) -> tuple[EpochEntryView, ...]:
+    """The leader-epoch cache, so that an unclean election's dry run can tell where another
+    replica's log diverges from this one."""
+    return tuple(EpochEntryView(epoch, start) for epoch, start in entries)
+
+
+def _leader_report_view(report: LeaderReport | None) -> LeaderReportView | None:
+    """The HW a leader last sent this replica as a follower, with its age: after that leader
+    dies it is the best figure left of what it had committed."""
+    if report is None:
+        return None
+    age_ms = int((time.monotonic() - report.at_monotonic_s) * 1000)
+    return LeaderReportView(report.leader, report.leader_epoch, report.high_watermark, age_ms)
+
+
+def _storage_error_view(stall: StorageStall | None) -> StorageErrorView | None:
+    """A full disk's stall, while the replica retries until it has space again."""
+    if stall is None:
+        return None
+    return StorageErrorView(stall.message, stall.since_ms, stall.retries)
 
 
 def _recovery_loss_view(loss: RecoveryLoss | None) -> RecoveryLossView | None:
@@ -255,6 +287,7 @@ async def _describe_partition(
         lake_start_offset=view.lake_start_offset,
         lake_offset=view.lake_offset,
         offline=offline or view.offline,
+        storage_error=view.storage_error,
         replica_log_end_offsets=view.replica_log_end_offsets or {},
     )
 
@@ -265,8 +298,15 @@ async def unclean_election(
     """An explicit, visible choice to elect outside the ISR (off by default, as after Jepsen).
 
     The dry run names the candidate (the live replica with the highest LEO unless one is
-    given) and the offsets known to be lost: the highest HW any live replica saw minus the
-    candidate's LEO. Records the dead in-sync replicas committed beyond that are lost too.
+    given) and the offsets known to be lost (``ingest.unclean_loss``), counted from where each
+    replica's log diverges from the candidate's by leader epoch, not merely from its LEO. The
+    figure is exact only when every member of the last ISR (and the leader) answered, no
+    answering replica reports a recovery loss, the candidate and every answering holder
+    reported their leader epochs, the candidate's log and each holder's are prefixes one of
+    the other, and no other figure claims more than the highest holder LEO minus the
+    candidate's. Otherwise it is a lower bound, said plainly: a dead leader that acknowledged
+    alone may hold records no live replica has, and a damaged or diverging log leaves the
+    rest unknown.
     """
     states = await asyncio.to_thread(node.store.partition_states, name)
     if p not in states:
@@ -287,15 +327,20 @@ async def unclean_election(
     )
     if candidate not in views:
         raise InvalidRequestError(f"broker {candidate} is not a live replica of {name}/{p}")
-    candidate_leo = views[candidate].log_end_offset or 0
     known_hw = max(v.high_watermark or 0 for v in views.values())
+    loss = assess_loss(state, views, candidate)
     result = UncleanElection(
         stream=name,
         partition=p,
         candidate=candidate,
-        candidate_log_end_offset=candidate_leo,
+        candidate_log_end_offset=views[candidate].log_end_offset or 0,
         highest_known_high_watermark=known_hw,
-        offsets_known_lost=max(0, known_hw - candidate_leo),
+        offsets_known_lost=loss.offsets_known_lost,
+        loss_bound=loss.loss_bound,
+        loss_known=loss.loss_known,
+        loss_explanation=loss.explanation,
+        last_isr=loss.last_isr,
+        unreachable_isr=loss.unreachable_isr,
         warning=UNCLEAN_ELECTION_WARNING,
     )
     if not confirm:

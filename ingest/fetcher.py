@@ -1,15 +1,18 @@
 """The follower's side of replication: truncate by leader epoch, then fetch and append.
 
 On becoming a follower the replica asks the leader for the end offset of its own latest epoch
-and truncates to it (KIP-101/279), never merely to its HW: a divergent uncommitted tail from an
-old leadership is cut exactly where the logs part. It then long-polls the leader from its LEO,
-appends the leader's bytes unchanged and takes the HW the leader reports (capped by its LEO).
+and truncates to it (KIP-101/279), asking again about its then-latest epoch while the leader
+answers with an epoch it does not hold (``truncation_step``), never merely to its HW: a
+divergent tail from an old leadership is cut exactly where the logs part. It then long-polls
+the leader from its LEO, appends the leader's bytes unchanged and takes the HW the leader
+reports (capped by its LEO).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import nats.errors
@@ -20,6 +23,7 @@ from spark_log.errors import InvalidRequestError, LiftlogError
 from spark_log.log import PartitionLog
 from spark_log.replication import (
     HEADER_FETCH_META,
+    OFFSET_OUT_OF_RANGE,
     EpochRequest,
     EpochResponse,
     FetchMeta,
@@ -79,7 +83,12 @@ class FollowerReplica(ReplicaIdentity, Protocol):
 
     def follow_high_watermark(self, leader_hw: int) -> None: ...
 
-    def fail_replication(self, reason: str) -> None: ...
+    @property
+    def storage_stalled(self) -> bool:
+        """Writes refused because the disk is full (the replica retries by itself)."""
+        ...
+
+    def fail_replication(self, reason: str, cause: BaseException | None = None) -> None: ...
 
 
 class ReplicaFetcher:
@@ -90,6 +99,8 @@ class ReplicaFetcher:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._failed_in_a_row = 0  # fetches that failed since the last that did not
+        # set by an out-of-range answer: the leader's log no longer matches ours (see _fetch_once)
+        self._divergence_suspected = False
         self.leader_id = replica.leader_id
         self.leader_epoch = replica.leader_epoch
 
@@ -117,8 +128,12 @@ class ReplicaFetcher:
     async def _run(self) -> None:
         truncated = False
         while not self._stopping:
+            if self._replica.storage_stalled:
+                await self._backoff()  # the replica finds space again by itself, then we fetch
+                continue
             try:
-                if not truncated:
+                if not truncated or self._divergence_suspected:
+                    self._divergence_suspected = False
                     truncated = await self._truncate_by_epoch()
                     if not truncated:
                         await self._backoff()  # refused: the leadership is changing
@@ -131,9 +146,10 @@ class ReplicaFetcher:
                 self._note_failure(exc)
                 await self._backoff()
             except LiftlogError as exc:
-                log.error("%s: replication stopped: %s", self._name(), exc.message)
-                self._replica.fail_replication(exc.message)
-                return
+                self._replica.fail_replication(exc.message, exc)
+                if not self._replica.storage_stalled:
+                    log.error("%s: replication stopped: %s", self._name(), exc.message)
+                    return
 
     def _note_failure(self, exc: BaseException) -> None:
         """One failed fetch is routine (a leader change, a lost request); several in a row
@@ -162,38 +178,55 @@ class ReplicaFetcher:
         return f"{self._replica.stream_name}/{self._replica.partition}"
 
     async def _truncate_by_epoch(self) -> bool:
+        """KIP-279: ask the leader about our latest epoch and truncate, until a step is final.
+
+        A step that is not final removed at least our latest epoch (see ``truncation_step``),
+        so the loop ends: at worst when the log is empty. False when the leader refused the
+        query (the leadership is changing: the caller retries).
+        """
         r = self._replica
-        latest = r.log.latest_epoch
-        if latest is None:
-            return True  # empty log: nothing can diverge
-        req = EpochRequest(r.broker_id, self.leader_epoch, latest)
+        while (latest := r.log.latest_epoch) is not None:
+            resp = await self._ask_epoch(latest)
+            if resp is None:
+                return False
+            step = truncation_step(r.log, resp)
+            await self._truncate(step, resp)
+            if step.final:
+                return True
+            if r.log.latest_epoch == latest:  # never: the step cut where that epoch starts
+                raise InvalidRequestError(f"truncation by epoch made no progress at {latest}")
+        return True  # empty log: nothing can diverge
+
+    async def _ask_epoch(self, epoch: int) -> EpochResponse | None:
+        """The leader's OffsetsForLeaderEpoch answer for ``epoch``; None if it refused."""
+        r = self._replica
+        req = EpochRequest(r.broker_id, self.leader_epoch, epoch)
         subject = epoch_subject(self._cluster, r.stream_name, r.partition, self.leader_id)
         msg = await self._nc.request(subject, req.encode(), timeout=REQUEST_TIMEOUT_S)
         resp = EpochResponse.decode(msg.data)
         if resp.error is not None:
             log.info("%s: epoch query refused (%s); retrying", self._name(), resp.message)
-            return False
-        target = self._truncation_target(resp)
-        if target < r.log.log_end_offset:
+            return None
+        return resp
+
+    async def _truncate(self, step: TruncationStep, resp: EpochResponse) -> None:
+        """Cut the log at ``step.offset``; also when no record goes but an epoch entry does
+        (a deposed leader's entry for an epoch it never appended in starts at its LEO)."""
+        log_ = self._replica.log
+        entries = log_.epoch_entries
+        if step.offset >= log_.log_end_offset and not (entries and entries[-1][1] >= step.offset):
+            return
+        if step.offset < log_.log_end_offset:
             log.warning(
-                "%s: truncating divergent tail %d..%d (leader epoch %d ends at %d)",
+                "%s: truncating divergent tail %d..%d (leader epoch %d ends at %d%s)",
                 self._name(),
-                target,
-                r.log.log_end_offset,
+                step.offset,
+                log_.log_end_offset,
                 resp.epoch,
                 resp.end_offset,
+                "" if step.final else "; asking again",
             )
-            await r.truncate_to(target)
-        return True
-
-    def _truncation_target(self, resp: EpochResponse) -> int:
-        """KIP-279: min(leader's end offset of the epoch, our own end offset of that epoch)."""
-        log_ = self._replica.log
-        if resp.end_offset < 0:
-            return min(log_.high_watermark, log_.log_end_offset)  # leader knows no such epoch
-        own_epoch, own_end = log_.end_offset_for_epoch(resp.epoch)
-        own = own_end if own_epoch == resp.epoch and own_end >= 0 else log_.log_end_offset
-        return min(resp.end_offset, own, log_.log_end_offset)
+        await self._replica.truncate_to(step.offset)
 
     async def _fetch_once(self) -> bool:
         r = self._replica
@@ -223,6 +256,11 @@ class ReplicaFetcher:
                 meta.error,
                 meta.message,
             )
+            # Our LEO is past the leader's: a leader that restarted after a crash (a torn
+            # last write) and kept its epoch because no election happened. Waiting would let
+            # our unacknowledged tail sit below the HW once the leader's log grows past it
+            # (divergence); asking about our epoch again truncates it, as Kafka does.
+            self._divergence_suspected = meta.error == OFFSET_OUT_OF_RANGE
             return False
         if meta.leader_epoch != self.leader_epoch:
             return False  # an answer from another leadership: ignore it
@@ -232,3 +270,39 @@ class ReplicaFetcher:
         if throttle is not None and msg.data:
             await throttle.pace(len(msg.data), sent_at)
         return True
+
+
+@dataclass(frozen=True, slots=True)
+class TruncationStep:
+    """Where to truncate after one leader-epoch answer, and whether to ask again after."""
+
+    offset: int
+    final: bool
+
+
+def truncation_step(log_: PartitionLog, resp: EpochResponse) -> TruncationStep:
+    """One KIP-279 step from the leader's answer (largest epoch <= ours, its end offset).
+
+    * We hold records of the answered epoch: both logs agree below the smaller of the two
+      ends of that epoch; truncate there, done. This may go below our HW: only when the logs
+      really diverge below it, which a clean election never produces (KIP-101).
+    * We hold none of it (the leader's epoch lies between two of ours): everything from our
+      first epoch above it is divergent; truncate to where that epoch starts and ask again
+      about our then-latest epoch (Kafka's intermediate truncation). Truncating to the
+      leader's end offset instead would keep our records of a later epoch below it.
+    * The leader knows no epoch <= ours (-1, -1): with leaders recording their epoch on
+      election this only happens if its log never learnt it (a checkpoint write failed);
+      as Kafka does, fall back to our HW, keeping what was committed.
+    * Our cache has no answer for it (an epoch above our latest, which a leader never
+      answers): as Kafka, the leader's end offset, capped by our LEO. An epoch older than all
+      of ours is answered by our cache (with our log start), so it is the first case.
+    """
+    leo = log_.log_end_offset
+    if resp.epoch < 0 or resp.end_offset < 0:
+        return TruncationStep(min(log_.high_watermark, leo), final=True)
+    own_epoch, own_end = log_.end_offset_for_epoch(resp.epoch)
+    if own_end < 0:
+        return TruncationStep(min(resp.end_offset, leo), final=True)
+    if own_epoch == resp.epoch:
+        return TruncationStep(min(resp.end_offset, own_end, leo), final=True)
+    return TruncationStep(min(own_end, leo), final=False)

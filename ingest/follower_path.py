@@ -10,9 +10,12 @@ through ``FollowerHooks``.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from coordinator.znodes import NO_LEADER
 from ingest.partition_state import Partition
 from ingest.replication_throttle import ReplicationThrottle
 from spark_log.log import PartitionLog, iter_batches
@@ -28,7 +31,22 @@ class FollowerHooks(Protocol):
 
     def on_log_changed(self) -> None: ...
 
-    def go_offline(self, reason: str) -> None: ...
+    def go_offline(self, reason: str, cause: BaseException | None = None) -> None: ...
+
+
+@dataclass(frozen=True)
+class LeaderReport:
+    """The last HW a leader reported to this follower in a fetch response, uncapped.
+
+    Kept because the follower's own HW is capped by its LEO: a lagging follower knows the
+    leader had committed more than it holds, which is what an unclean election's dry run
+    needs once that leader is gone.
+    """
+
+    leader: int
+    leader_epoch: int
+    high_watermark: int
+    at_monotonic_s: float
 
 
 class FollowerPath:
@@ -49,6 +67,7 @@ class FollowerPath:
         self._hooks = hooks
         # Set by the replica manager while a pending reassignment adds this replica.
         self.reassignment_throttle: ReplicationThrottle | None = None
+        self._last_leader_report: LeaderReport | None = None
 
     @property
     def broker_id(self) -> int:
@@ -92,16 +111,39 @@ class FollowerPath:
         sync = self._fsync_always
 
         def append(log_: PartitionLog) -> None:
-            log_.append_many(batches)
+            log_.append_many(batches)  # out of space: the replica stalls (the fetcher waits)
             if sync:
+                # a failed fsync raises FsyncError, which is never taken for a full disk
+                # (is_out_of_space): the replica goes offline for good, the log refuses writes
                 log_.flush()
 
         async with self._write_lock:
             await asyncio.get_running_loop().run_in_executor(None, append, self._log())
         self._hooks.on_log_changed()
 
+    @property
+    def last_leader_report(self) -> LeaderReport | None:
+        """The last HW report, only while it describes the partition's last leader.
+
+        Hidden once this replica has entered a role under any later leader epoch other than
+        the offline state that follows that leader's death (epoch + 1, ``NO_LEADER``): after
+        an unclean election the old leader's figure counts records already lost, and an
+        unclean election's dry run must not present it as something still to lose. Epochs
+        only grow, so a hidden report never comes back.
+        """
+        report = self._last_leader_report
+        if report is None:
+            return None
+        current = (self._partition.leader_id, self._partition.leader_epoch)
+        if current in ((report.leader, report.leader_epoch), (NO_LEADER, report.leader_epoch + 1)):
+            return report
+        return None
+
     def follow_high_watermark(self, leader_hw: int) -> None:
         """Take the leader's HW, capped by this replica's LEO; it never moves back."""
+        self._last_leader_report = LeaderReport(
+            self.leader_id, self.leader_epoch, leader_hw, time.monotonic()
+        )
         log_ = self._log()
         hw = min(leader_hw, log_.log_end_offset)
         if hw > log_.high_watermark:
@@ -109,10 +151,20 @@ class FollowerPath:
             self._hooks.on_high_watermark()
 
     async def truncate_to(self, offset: int) -> None:
+        """Cut the divergent tail; the leader's last HW report goes with it (it described
+        the log before the cut, and the next fetch response brings a fresh one)."""
+        self._last_leader_report = None
         async with self._write_lock:
             await asyncio.get_running_loop().run_in_executor(None, self._log().truncate_to, offset)
         self._hooks.on_truncated(offset)
         self._hooks.on_log_changed()
 
-    def fail_replication(self, reason: str) -> None:
-        self._hooks.go_offline(f"replication failed: {reason}")
+    @property
+    def storage_stalled(self) -> bool:
+        """Writes refused because the disk is full, until the replica finds space again."""
+        return self._partition.storage_stall is not None
+
+    def fail_replication(self, reason: str, cause: BaseException | None = None) -> None:
+        """Take the replica offline; a full disk (``cause``) only stalls it until it has
+        space again."""
+        self._hooks.go_offline(f"replication failed: {reason}", cause)

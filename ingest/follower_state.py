@@ -9,7 +9,11 @@ clock passed in, so the rules are unit-tested without processes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+# a fetch time older than any lag window: "has not fetched since it left the ISR"
+NO_RECENT_FETCH_MS = -(2**62)
 
 
 @dataclass(slots=True)
@@ -83,6 +87,16 @@ class FollowerTracker:
             and state.log_end_offset >= high_watermark
             and now_ms - state.last_fetch_ms < max_lag_ms
         ]
+
+    def forget_recent_fetches(self, replicas: Iterable[int]) -> None:
+        """Followers that just left the ISR must fetch again before they may rejoin it. A
+        fetch seen before the removal would otherwise vote straight back in a follower the
+        controller removed because it died (its last fetch is still inside the lag window),
+        and the leader's ISR write would then race the controller's for ever."""
+        for replica in replicas:
+            state = self.followers.get(replica)
+            if state is not None:
+                state.last_fetch_ms = NO_RECENT_FETCH_MS
 
     def min_log_end_offset(self) -> int:
         """The lowest LEO any follower has reported (0 before the first fetches)."""

@@ -21,6 +21,7 @@ from ingest.purgatory import Purgatory
 from spark_log.errors import (
     ExpectedOffsetMismatchError,
     LiftlogError,
+    NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
     StorageError,
 )
@@ -68,13 +69,25 @@ class Sequencer:
         self._on_error = on_error
 
     def sequence(
-        self, items: list[ProduceRequest], next_offset: int, leader_epoch: int, now: int
+        self,
+        items: list[ProduceRequest],
+        next_offset: int,
+        leader_epoch: int,
+        now: int,
+        *,
+        isr_ok: bool,
     ) -> CycleResult:
+        """Offsets and encoded batches for ``items``; refused requests go to ``on_error``.
+
+        ``isr_ok`` is the leader's |ISR| >= min ISR, read once for the whole cycle right
+        before this call: with it False every answered ``acks=all`` request is refused here,
+        before it gets an offset, so a refusal never leaves a record behind.
+        """
         result = CycleResult(end_offset=next_offset)
         singles = _Columns()
         for req in items:
             try:
-                dup = self._check(req, result.end_offset, now)
+                dup = self._check(req, result.end_offset, now, isr_ok)
             except LiftlogError as exc:
                 self._on_error(req, exc)
                 continue
@@ -98,7 +111,15 @@ class Sequencer:
         self._flush_singles(singles, result, leader_epoch)
         return result
 
-    def _check(self, req: ProduceRequest, next_offset: int, now: int) -> Sequenced | None:
+    def _check(
+        self, req: ProduceRequest, next_offset: int, now: int, isr_ok: bool
+    ) -> Sequenced | None:
+        """The before-append checks: min ISR first (as Kafka does, so even a duplicate is
+        refused while the ISR is too small), then dedup, then the expected offset."""
+        if refused_for_min_isr(req, isr_ok):
+            raise NotEnoughReplicasError(
+                "the in-sync replica set is smaller than min_isr; acks=all refused, nothing stored"
+            )
         if req.msg_id is not None:
             entry = self.dedup.lookup(req.msg_id, now)
             if entry is not None:
@@ -117,6 +138,18 @@ class Sequencer:
             )
             result.batches.append(encode_batch(singles.base_offset, leader_epoch, rb))
             singles.clear()
+
+
+def refused_for_min_isr(req: ProduceRequest, isr_ok: bool) -> bool:
+    """Whether ``req`` must be refused before the append because |ISR| < min ISR.
+
+    Only ``acks=all`` requests somebody waits for (a reply subject or a REST future) are: a
+    plain publish has no ack to withhold, so it is appended like ``acks=leader`` and is
+    committed once the ISR heals, as before the check existed.
+    """
+    if isr_ok or req.ack_policy != "all":
+        return False
+    return req.reply is not None or req.future is not None
 
 
 class _Columns:
@@ -217,7 +250,15 @@ class AckRouter:
     def after_append(
         self, sequenced: list[Sequenced], end_offset: int, hw: int, isr_ok: bool
     ) -> None:
-        """Route each request: ack now (``leader``/``none``), refuse, or park until commit."""
+        """Route each request: ack now (``leader``/``none``), refuse, or park until commit.
+
+        ``isr_ok`` is read after the append. The writer refused acks=all requests before the
+        append if the ISR was already too small, so False here means the ISR shrank while the
+        cycle was being appended: those records are stored but cannot be committed now, and
+        are refused with ``not_enough_replicas_after_append``. Requests parked earlier stay
+        parked when the ISR shrinks (as in Kafka): they are acknowledged if it heals and the
+        HW passes them, or the publisher's ack timeout ends the wait.
+        """
         for item in sequenced:
             req = item.request
             if req.reply is None and req.future is None:
@@ -228,15 +269,16 @@ class AckRouter:
                     self.success(item)
             elif policy == "leader":
                 self.success(item)
+            elif item.offset + item.count <= hw:
+                self.success(item)  # committed already (a duplicate of an older record)
             elif not isr_ok:
                 self.error(
                     req,
-                    NotEnoughReplicasError(
-                        "the in-sync replica set is smaller than min_isr; acks=all refused"
+                    NotEnoughReplicasAfterAppendError(
+                        "the in-sync replica set fell below min_isr after the append; the "
+                        "record is stored and is committed if the ISR heals"
                     ),
                 )
-            elif item.offset + item.count <= hw:
-                self.success(item)
             else:
                 # a duplicate of a record still uncommitted waits for this cycle's end
                 target = end_offset if item.duplicate else item.offset + item.count

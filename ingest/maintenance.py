@@ -4,7 +4,8 @@ The writer runs one round after every cycle and whenever it idles (``IDLE_WAKEUP
 upkeep never races an append. What is due is decided by ``MaintenanceSchedule`` from the clock
 alone (pure, unit-tested by moving a clock); the runner does the I/O. A failing fsync,
 checkpoint or retention takes the partition offline: a log that cannot be written must stop
-acknowledging.
+acknowledging. A failed fsync does so for good; a full disk only stalls the replica, and a
+stalled replica still runs retention, which may be what frees the disk.
 """
 
 from __future__ import annotations
@@ -59,9 +60,14 @@ class MaintainedReplica(Protocol):
     @property
     def offline_reason(self) -> str | None: ...
 
+    @property
+    def storage_stalled(self) -> bool:
+        """Writes refused because the disk is full, until a retry finds space."""
+        ...
+
     async def maintain_isr(self) -> None: ...
 
-    def go_offline(self, reason: str) -> None: ...
+    def go_offline(self, reason: str, cause: BaseException | None = None) -> None: ...
 
     def expire_dedup(self, now_ms: int) -> None: ...
 
@@ -86,24 +92,51 @@ class MaintenanceRunner:
         self.schedule.last_flush_ms = now_ms
 
     async def run_once(self) -> None:
-        """One round: the due periodic steps, the ISR check, then dedup expiry."""
+        """One round: the due periodic steps, the ISR check, then dedup expiry (only the
+        retention step while the disk is full)."""
         log_ = self._replica.open_log
-        if log_ is None or self._replica.offline_reason is not None:
+        if log_ is None:
             return
         now = self._clock.now_ms()
+        if self._replica.offline_reason is not None:
+            if self._replica.storage_stalled:
+                await self._free_space(now)
+            return
+        due = self.schedule.due(now)
+        if due.flush and not await self._flush(log_, now):
+            return
         try:
-            await self._run_due(log_, now)
+            await self._run_due(log_, now, due)
         except (OSError, LiftlogError) as exc:
-            self._replica.go_offline(f"log maintenance failed: {exc}")
+            self._replica.go_offline(f"log maintenance failed: {exc}", exc)
             return
         self._replica.expire_dedup(now)
 
-    async def _run_due(self, log_: PartitionLog, now: int) -> None:
+    async def _flush(self, log_: PartitionLog, now: int) -> bool:
+        """The interval fsync; False (offline for good, never a full-disk stall, whatever the
+        errno) if it failed: the kernel may have dropped the pages it could not write."""
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, log_.flush)
+        except (OSError, LiftlogError) as exc:
+            self._replica.go_offline(f"log fsync failed: {exc}")
+            return False
+        self.schedule.last_flush_ms = now
+        return True
+
+    async def _free_space(self, now: int) -> None:
+        """Retention while stalled by a full disk: it only deletes, and when the replica's own
+        segments filled the disk it is the one thing that frees it."""
+        if not self.schedule.due(now).retention:
+            return
+        try:
+            await self._retention.apply()
+        except (OSError, LiftlogError) as exc:
+            self._replica.go_offline(f"retention failed while the disk is full: {exc}", exc)
+            return
+        self.schedule.last_retention_ms = now
+
+    async def _run_due(self, log_: PartitionLog, now: int, due: DueWork) -> None:
         loop = asyncio.get_running_loop()
-        due = self.schedule.due(now)
-        if due.flush:
-            await loop.run_in_executor(None, log_.flush)
-            self.schedule.last_flush_ms = now
         if due.checkpoint:
             await loop.run_in_executor(None, log_.checkpoint_high_watermark)
             self.schedule.last_checkpoint_ms = now

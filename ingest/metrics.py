@@ -63,7 +63,18 @@ class NodeMetrics:
         )
         self.offline_partitions = Gauge(
             "liftlog_offline_partitions",
-            "Partitions led here whose log failed",
+            "Replicas here whose log failed (a full disk's stall included, until it clears)",
+            registry=self.registry,
+        )
+        self.storage_stalled_partitions = Gauge(
+            "liftlog_storage_stalled_partitions",
+            "Replicas here refusing writes because their disk is full (retrying by themselves)",
+            registry=self.registry,
+        )
+        self.storage_retries = Counter(
+            "liftlog_storage_retries",
+            "Retries of a replica stalled by a full disk (each re-probes its log for space)",
+            _LABELS,
             registry=self.registry,
         )
         self.fetch_waiters = Gauge(

@@ -35,6 +35,7 @@ from ingest.partition_state import ROLE_FOLLOWER, ROLE_LEADER, Partition
 from ingest.produce_request import ProduceAck, ProduceRequest
 from ingest.read_path import FetchResult, ReadPath
 from ingest.retention_runner import RetentionRunner
+from ingest.storage_stall import Backoff, StallEnd, StorageStall, is_out_of_space
 from ingest.subscription import PartitionSubscription
 from ingest.tail_cache import TailCache
 from ingest.write_path import LeaderWritePath
@@ -52,6 +53,8 @@ log = logging.getLogger("liftlog.partition")
 
 # an ISR change refused because ZooKeeper is unavailable is tried again this much later
 ISR_RETRY_MS = 1000
+# the free space a replica stalled by a full disk must find before it takes writes again
+SPACE_PROBE_BYTES = 64 * 1024
 
 Publish = Callable[[str, bytes], Awaitable[None]]
 IsrWriter = Callable[[PartitionState, int, list[int]], Awaitable[tuple[PartitionState, int]]]
@@ -104,6 +107,10 @@ class PartitionReplica:
         self._write_lock = asyncio.Lock()  # one log writer: the leader's writer or the fetcher
         self._leo_event = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._storage_backoff = Backoff()
+        self._storage_retry: asyncio.Task[None] | None = None
+        self._last_stall_end: StallEnd | None = None  # its backoff carries over to the next
+        self._closing = asyncio.Event()  # wakes a storage retry's backoff wait at close
         self._fetcher: ReplicaFetcher | None = None
         self._fetch_server: FetchServer | None = None
         self._exporter: PartitionExporter | None = None
@@ -240,8 +247,11 @@ class PartitionReplica:
         self._update_gauges()
         self._writes.start(f"{self.spec.name}-{self.partition}")
 
-    async def close(self) -> None:
-        """Stop ingest, fail waiting requests, flush and close the log."""
+    async def close(self, *, deleting: bool = False) -> None:
+        """Stop ingest, fail waiting requests, flush and close the log (``deleting``: only
+        close it; its checkpoints would be deleted with it, and writing them fails on a full
+        disk)."""
+        await self._stop_storage_retry()
         await self._leave_role()
         await self._subscription.unsubscribe()
         await self._writes.stop()
@@ -251,11 +261,13 @@ class PartitionReplica:
         await self._writes.send_acks()
         if self._log is not None:
             log_, self._log = self._log, None
-            await asyncio.get_running_loop().run_in_executor(None, log_.close)
+            await asyncio.get_running_loop().run_in_executor(
+                None, lambda: log_.close(clean=not deleting)
+            )
         self._reads.signal_high_watermark()
 
     async def delete(self) -> None:
-        await self.close()
+        await self.close(deleting=True)
         await asyncio.get_running_loop().run_in_executor(
             None, lambda: shutil.rmtree(self.directory, ignore_errors=True)
         )
@@ -292,6 +304,13 @@ class PartitionReplica:
         """Take the role ZooKeeper gives this broker; a new leader epoch always re-enters it."""
         if self.state.observe(state, version):
             if self.state.role == ROLE_LEADER:
+                if self.state.lift_isr_fence():
+                    log.info(
+                        "%s: state re-read (ISR %s, version %d): acknowledging again",
+                        self.state.name,
+                        list(state.isr),
+                        version,
+                    )
                 await self._sync_subscription(nc, paused)
                 self.advance_high_watermark()
             return
@@ -315,6 +334,7 @@ class PartitionReplica:
         log_ = self.log
         self.tail_cache.clear()
         self.state.start_leadership(self._clock.now_ms())
+        await self._record_leader_epoch(log_)
         if self.state.isr == [self.config.broker_id]:
             log_.set_high_watermark(log_.log_end_offset)
         ingest = self.config.ingest
@@ -333,6 +353,20 @@ class PartitionReplica:
         await self._sync_subscription(nc, paused)
         self._start_exporter()
         self._update_gauges()
+
+    async def _record_leader_epoch(self, log_: PartitionLog) -> None:
+        """Put this leadership's epoch in the epoch cache at the LEO before a follower can ask
+        about it (Kafka's makeLeader, KIP-279): a follower holding records of an epoch this
+        log never saw learns at once where this log's own epochs end. A full disk stalls the
+        replica (``resume_writes`` records the epoch then); any other failure (a log already
+        holding a later epoch) takes it offline."""
+        try:
+            async with self._write_lock:
+                await asyncio.get_running_loop().run_in_executor(
+                    None, log_.assign_leader_epoch, self.leader_epoch
+                )
+        except LiftlogError as exc:
+            self.go_offline(f"cannot record leader epoch {self.leader_epoch}: {exc.message}", exc)
 
     def _start_exporter(self) -> None:
         """Export this leadership's committed records to the lake; everything already in the
@@ -419,10 +453,9 @@ class PartitionReplica:
         change = self.state.isr_change(self.log.high_watermark, now_ms, max_lag_ms)
         if change is None:
             return
+        sent_version = self.state.state_version
         try:
-            state, version = await self.isr_writer(
-                change.expected, self.state.state_version, change.new_isr
-            )
+            state, version = await self.isr_writer(change.expected, sent_version, change.new_isr)
         except LiftlogError as exc:
             if _may_postpone(exc, self.state.isr, change.new_isr):
                 # Kafka's rule without ZooKeeper: keep the ISR and try again later. A lagging
@@ -442,7 +475,9 @@ class PartitionReplica:
                 change.new_isr,
                 exc.message,
             )
-            self.fence(f"ISR write failed: {exc.message}")
+            if self.state.fence_for_isr(f"ISR write failed: {exc.message}", sent_version):
+                log.warning("%s: fenced, no more acks until re-read", self.state.name)
+                self._writes.fail_parked(NotLeaderError(exc.message))
             return
         log.info("%s: ISR %s -> %s", self.state.name, self.state.isr, list(state.isr))
         self.state.apply_isr(state.isr, version)
@@ -482,11 +517,125 @@ class PartitionReplica:
     def expire_dedup(self, now_ms: int) -> None:
         self._writes.dedup.expire(now_ms)
 
-    def go_offline(self, reason: str) -> None:
+    def go_offline(self, reason: str, cause: BaseException | None = None) -> None:
+        """Refuse writes: for good, or, when ``cause`` is a full disk, until a retry finds
+        space again (a replica already offline for good stays so)."""
+        stallable = self.state.offline_reason is None or self.state.storage_stall is not None
+        stallable = stallable and self._log is not None and not self._closing.is_set()
+        if cause is not None and is_out_of_space(cause) and stallable:
+            self._stall_for_space(reason)
+            return
         log.error("%s is offline: %s", self.state.name, reason)
+        self._count_offline(False)
         self.state.go_offline(reason)
-        self._metrics.offline_partitions.inc()
+        self._count_offline(True)
         self._writes.fail_waiting(StorageError(reason))
+
+    def _stall_for_space(self, reason: str) -> None:
+        """Refuse writes with ``storage_error`` and retry in the background with backoff.
+
+        Message ids of records at or past the LEO are forgotten (a retried publish must be
+        stored, not answered as a duplicate of a record that is not in the log; the write
+        path forgets those of a failed cycle's unstored requests itself), and so is the tail
+        cache (part of a failed cycle may be in the log without being cached)."""
+        self.on_truncated(self.log.log_end_offset)
+        self._writes.fail_waiting(StorageError(reason))
+        if self.state.storage_stall is not None:
+            return  # already retrying
+        log.error("%s: disk full, refusing writes until it has space: %s", self.state.name, reason)
+        first_attempt = self._storage_backoff.first_attempt(
+            self._last_stall_end, self._clock.monotonic_s()
+        )
+        self._count_offline(False)
+        self.state.stall_for_space(reason, self._clock.now_ms(), first_attempt)
+        self._count_offline(True)
+        task = asyncio.create_task(self._retry_storage(), name=f"storage-retry-{self.state.name}")
+        task.add_done_callback(self._on_retry_ended)
+        self._storage_retry = task
+
+    def _count_offline(self, add: bool) -> None:
+        """Move the offline gauges by this replica's state (+1 with ``add``, -1 without);
+        a closed replica is out of them for good."""
+        if self._closing.is_set():
+            return
+        step = 1 if add else -1
+        if self.state.offline_reason is not None:
+            self._metrics.offline_partitions.inc(step)
+        if self.state.storage_stall is not None:
+            self._metrics.storage_stalled_partitions.inc(step)
+
+    async def _retry_storage(self) -> None:
+        """Re-probe the log with exponential backoff until it takes writes again (then the
+        replica serves its role again), the replica closes, or another failure takes it
+        offline for good."""
+        retries = self._metrics.storage_retries.labels(self.spec.name, str(self.partition))
+        while (stall := self.state.storage_stall) is not None:
+            if await self._closing_within(self._storage_backoff.delay_s(stall.attempt)):
+                return
+            log_ = self._log
+            if log_ is None or self.state.storage_stall is not stall:
+                return
+            retries.inc()
+            try:
+                async with self._write_lock:
+                    await asyncio.get_running_loop().run_in_executor(
+                        None, log_.resume_writes, SPACE_PROBE_BYTES
+                    )
+            except (OSError, LiftlogError) as exc:
+                if not is_out_of_space(exc):
+                    self.go_offline(f"recovery from a full disk failed: {exc}")
+                    return
+                stall.retry_failed(str(exc))
+                log.debug("%s: disk still full (retry %d)", self.state.name, stall.retries)
+                continue
+            if self.state.storage_stall is not stall or self._closing.is_set():
+                return  # meanwhile offline for good (a failed fsync) or closing: stay so
+            self._resume_after_stall(stall)
+
+    def _on_retry_ended(self, task: asyncio.Task[None]) -> None:
+        """A retry task that died of an unexpected error would leave the replica stalled
+        for ever with nobody retrying, and silently: log it and go offline for good."""
+        if task.cancelled() or (exc := task.exception()) is None:
+            return
+        log.error(
+            "%s: retrying after a full disk failed unexpectedly",
+            self.state.name,
+            exc_info=exc,
+        )
+        self.go_offline(f"recovery from a full disk failed unexpectedly: {exc!r}")
+
+    async def _closing_within(self, delay_s: float) -> bool:
+        """Wait ``delay_s`` (a retry's backoff); True at once if the replica is closing."""
+        try:
+            await asyncio.wait_for(self._closing.wait(), delay_s)
+        except TimeoutError:
+            return False
+        return True
+
+    def _resume_after_stall(self, stall: StorageStall) -> None:
+        """Serve the role again; a stall soon after this one backs off from where it ended."""
+        log.warning(
+            "%s: disk has space again, writes resumed (%d retries)", self.state.name, stall.retries
+        )
+        self._last_stall_end = StallEnd(self._clock.monotonic_s(), stall.attempt)
+        self._count_offline(False)
+        self.state.resume_after_stall()
+        self.advance_high_watermark()
+        self._update_gauges()
+
+    async def _stop_storage_retry(self) -> None:
+        """Close: end a storage retry (one re-probing the log finishes first) and take this
+        replica out of the offline gauges."""
+        self._count_offline(False)
+        self._closing.set()
+        task, self._storage_retry = self._storage_retry, None
+        if task is not None:
+            await asyncio.wait([task])  # never raises: _on_retry_ended logs a failure
+
+    @property
+    def storage_stalled(self) -> bool:
+        """Writes refused because the disk is full, until a retry finds space."""
+        return self.state.storage_stall is not None
 
     # ----------------------------------------------------------------- follower-path hooks
 

@@ -8,10 +8,12 @@ change. This class only holds and decides; it does no I/O, starts no task and re
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from coordinator.znodes import NO_LEADER, PartitionState
 from ingest.follower_state import FollowerTracker
+from ingest.storage_stall import StorageStall
 from spark_log.errors import LiftlogError, NotLeaderError, StorageError
 
 ROLE_NONE = "none"
@@ -55,7 +57,10 @@ class Partition:
         self.state_version = -1
         self.controller_epoch = 0
         self.fenced_reason: str | None = None
+        # the znode version an ISR write failed against, while that failure is the fence
+        self.isr_fence_version: int | None = None
         self.offline_reason: str | None = None
+        self.storage_stall: StorageStall | None = None
         self.paused = False
         self.followers = FollowerTracker(broker_id, self.replicas)
 
@@ -87,7 +92,7 @@ class Partition:
         are unchanged (a new leader epoch always re-enters the role)."""
         same = self.role_for(state) == self.role and state.leader_epoch == self.leader_epoch
         self.state_version = version
-        self.isr = list(state.isr)
+        self._take_isr(state.isr)
         self.replicas = tuple(state.replicas)
         self.controller_epoch = state.controller_epoch
         return same
@@ -113,10 +118,47 @@ class Partition:
         (its parked acks=all requests must fail now)."""
         newly = reason is not None and self.fenced_reason is None and self.role == ROLE_LEADER
         self.fenced_reason = reason
+        self.isr_fence_version = None
         return newly
 
+    def fence_for_isr(self, reason: str, sent_version: int) -> bool:
+        """Fence after an ISR write lost its conditional check against ``sent_version``: the
+        state moved, and only a re-read of a newer version lifts it (``lift_isr_fence``); one
+        the reconcile applied while the write was in flight already counts."""
+        newly = self.fence(reason)
+        self.isr_fence_version = sent_version
+        if self.state_version > sent_version:
+            self.lift_isr_fence()
+        return newly and self.fenced_reason is not None
+
+    def lift_isr_fence(self) -> bool:
+        """After a reconcile re-read the state (``observe``) and found this broker still the
+        leader at the same epoch: lift a fence an ISR write set, once the version read is newer
+        than the one the write failed against (the ISR and version are then ZooKeeper's).
+        A session fence stays: only the session's return lifts it. True when lifted."""
+        fenced_at = self.isr_fence_version
+        if fenced_at is None or self.role != ROLE_LEADER or self.state_version <= fenced_at:
+            return False
+        self.fenced_reason = None
+        self.isr_fence_version = None
+        return True
+
     def go_offline(self, reason: str) -> None:
+        """Offline for good (until the node restarts): the log failed in a way that retrying
+        does not fix."""
         self.offline_reason = reason
+        self.storage_stall = None
+
+    def stall_for_space(self, reason: str, now_ms: int, first_attempt: int = 0) -> None:
+        """Refuse writes (as offline) until a retry finds the disk has space again; the retry
+        backoff starts at ``first_attempt`` (``Backoff.first_attempt``)."""
+        self.offline_reason = reason
+        self.storage_stall = StorageStall(reason, now_ms, first_attempt=first_attempt)
+
+    def resume_after_stall(self) -> None:
+        """The disk took writes again: back to serving the role it has."""
+        self.offline_reason = None
+        self.storage_stall = None
 
     def offline_error(self) -> StorageError | None:
         if self.offline_reason is None:
@@ -175,7 +217,13 @@ class Partition:
         )
         return IsrChange(expected, new_isr)
 
+    def _take_isr(self, isr: Iterable[int]) -> None:
+        """Adopt ``isr``; whoever left it must fetch again to come back."""
+        new_isr = list(isr)
+        self.followers.forget_recent_fetches(set(self.isr) - set(new_isr))
+        self.isr = new_isr
+
     def apply_isr(self, isr: tuple[int, ...] | list[int], version: int) -> None:
         """The ISR ZooKeeper accepted, with its new znode version."""
-        self.isr = list(isr)
+        self._take_isr(isr)
         self.state_version = version

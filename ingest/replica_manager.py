@@ -22,7 +22,7 @@ from typing import Any
 
 from coordinator import reassignment_store
 from coordinator.errors import VersionConflictError, ZkNotSentError
-from coordinator.isr import leave_isr_for_data_loss, update_isr
+from coordinator.isr import bump_epoch_after_restart, leave_isr_for_data_loss, update_isr
 from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
 from coordinator.znodes import PartitionState, StreamRecord
@@ -97,6 +97,8 @@ class ReplicaManager:
         # Replicas with a recovery loss that this incarnation took out of the ISR: back in
         # the ISR from then on means the leader saw them catch up.
         self._left_isr: set[tuple[str, int]] = set()
+        # partitions whose leadership this process checked for an earlier incarnation's epoch
+        self._restart_checked: set[tuple[str, int]] = set()
         rate = config.reassignment_throttle_bytes_per_s
         self._throttle = ReplicationThrottle(rate) if rate > 0 else None
         self._adding: set[tuple[str, int]] = set()
@@ -192,6 +194,9 @@ class ReplicaManager:
     async def _ensure(self, key: tuple[str, int], view: StreamView, state: PartitionState) -> None:
         replica = await self._open_replica(key, view, state)
         state, version = await self._guard_lost_data(key, replica, state, view.versions[key[1]])
+        if key not in self._restart_checked:
+            state, version = await self._guard_restarted_leadership(key, replica, state, version)
+            self._restart_checked.add(key)
         throttled = key in self._adding  # set before a new follower's fetcher starts
         replica.follower_path.reassignment_throttle = self._throttle if throttled else None
         await replica.apply_state(state, version, self._nats(), view.record.paused, self.cluster)
@@ -247,6 +252,40 @@ class ReplicaManager:
                 _log_repaired(key, loss, sole_replica=sole_replica)
             return state, version
         return await self._leave_isr(key, loss, (state, version))
+
+    async def _guard_restarted_leadership(
+        self, key: tuple[str, int], replica: PartitionReplica, state: PartitionState, version: int
+    ) -> tuple[PartitionState, int]:
+        """The state to lead from when this process finds itself leader of an epoch its log
+        already wrote in: an earlier incarnation led it, so it leads again at a new epoch
+        (``coordinator.isr.bump_epoch_after_restart``). A lost race leaves the replica
+        without a role: UnavailableError, and the reconcile is retried."""
+        log_ = replica.open_log
+        me = self.config.broker_id
+        if log_ is None or state.leader != me or log_.latest_epoch != state.leader_epoch:
+            return state, version
+        try:
+            bumped, new_version = await asyncio.to_thread(
+                bump_epoch_after_restart, self._session, key[0], key[1], me, state.leader_epoch
+            )
+        except VersionConflictError as exc:
+            raise UnavailableError(
+                f"{key[0]}/{key[1]}: cannot start a new leader epoch yet: {exc.message}"
+            ) from exc
+        except (StreamNotFoundError, PartitionNotFoundError):
+            return state, version  # deleted meanwhile: the next reconcile removes the replica
+        if bumped.leader_epoch == state.leader_epoch:
+            return bumped, new_version  # the state moved on meanwhile: nothing was written
+        log.warning(
+            "%s/%d: restarted as the leader of epoch %d, which it already wrote in: leading "
+            "at epoch %d so that followers cut whatever this log lost (LEO %d)",
+            key[0],
+            key[1],
+            state.leader_epoch,
+            bumped.leader_epoch,
+            log_.log_end_offset,
+        )
+        return bumped, new_version
 
     async def _leave_isr(
         self, key: tuple[str, int], loss: RecoveryLoss, current: tuple[PartitionState, int]

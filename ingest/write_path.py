@@ -1,10 +1,11 @@
 """The partition leader's write path: NATS intake, the writer, group commit, acks, purgatory.
 
 Kafka splits produce handling the same way: requests queue up, one writer per partition
-appends them (``ingest.leader.Sequencer`` assigns offsets), a flusher fsyncs what the writer
-appended while the writer already takes the next cycle (group commit), and ``acks=all``
-requests wait in the produce purgatory until the HW passes them. Acks are queued in an outbox
-and published in order by the writer or the flusher, never one task per ack.
+appends them (``ingest.leader.Sequencer`` assigns offsets, refusing ``acks=all`` before the
+append while |ISR| < min ISR), a flusher fsyncs what the writer appended while the writer
+already takes the next cycle (group commit), and ``acks=all`` requests wait in the produce
+purgatory until the HW passes them. Acks are queued in an outbox and published in order by the
+writer or the flusher, never one task per ack.
 
 Everything this path cannot decide alone (the HW, going offline, telling followers and the
 exporter that data arrived, idle-time maintenance) goes through ``WriteHooks``, which the
@@ -20,13 +21,13 @@ from typing import Any, Protocol, runtime_checkable
 
 from ingest.clock import Clock
 from ingest.dedup import DedupWindow
-from ingest.leader import AckRouter, CycleResult, Sequencer, next_cycle
+from ingest.leader import AckRouter, CycleResult, Sequenced, Sequencer, next_cycle
 from ingest.metrics import NodeMetrics
 from ingest.partition_state import Partition
 from ingest.produce_request import ProduceAck, ProduceRequest, request_from_nats
 from spark_log.config import IngestConfig
 from spark_log.errors import LiftlogError, StorageError, StreamPausedError
-from spark_log.log import PartitionLog
+from spark_log.log import PartitionLog, decode_header
 from spark_log.stream_spec import StreamSpec
 from spark_log.wire import ack_prefix, encode_ack, encode_duplicate_ack, encode_error
 
@@ -46,7 +47,9 @@ class WriteHooks(Protocol):
 
     def advance_high_watermark(self) -> None: ...
 
-    def go_offline(self, reason: str) -> None: ...
+    def go_offline(self, reason: str, cause: BaseException | None = None) -> None:
+        """Refuse writes; ``cause`` (a full disk) may make it a stall that retries itself."""
+        ...
 
     def on_appended(self, batches: list[bytes]) -> None:
         """The batches are in the log (called on the loop): waiting followers may fetch."""
@@ -251,40 +254,65 @@ class LeaderWritePath:
     async def _write_cycle_locked(self, items: list[ProduceRequest]) -> None:
         log_ = self._hooks.log
         start = log_.log_end_offset
+        # min ISR is read here and nowhere else before the append, with no await until the
+        # cycle is sequenced: a request is either refused (nothing stored) or appended
         cycle = self._sequencer.sequence(
-            items, start, self._partition.leader_epoch, self._clock.now_ms()
+            items,
+            start,
+            self._partition.leader_epoch,
+            self._clock.now_ms(),
+            isr_ok=self._partition.isr_ok,
         )
         sync = self._fsync_always
         # idle flusher (light load): append and fsync in one thread hop, for latency;
         # busy flusher (heavy load): append only and let the flusher's next fsync cover it
         inline_fsync = sync and not self._flushing and not self._flush_wanted.is_set()
-        if cycle.batches and not await self._append(log_, cycle, inline_fsync):
+        if cycle.batches and not await self._append(log_, cycle, start, inline_fsync):
             return
-        if not sync or inline_fsync:
-            self._hooks.advance_high_watermark()  # durable already: commit before acks
-        self._acks.after_append(
-            cycle.sequenced, cycle.end_offset, log_.high_watermark, self._partition.isr_ok
+        self._route_appended(
+            cycle.sequenced, cycle.batches, start, cycle.end_offset, not sync or inline_fsync
         )
-        if cycle.batches:
-            size = self._count(cycle.batches, cycle.end_offset - start)
-            self._hooks.on_cycle_written(start, cycle.end_offset, size)
-            if sync and not inline_fsync:
+
+    def _route_appended(
+        self,
+        sequenced: list[Sequenced],
+        batches: list[bytes],
+        start: int,
+        end: int,
+        durable: bool,
+    ) -> None:
+        """Acknowledge, park or refuse requests whose records are in the log ``[start, end)``
+        (``durable``: per the fsync policy already, so the HW may move before the acks;
+        otherwise the flusher's fsync commits them)."""
+        if durable:
+            self._hooks.advance_high_watermark()
+        hw = self._hooks.log.high_watermark
+        self._acks.after_append(sequenced, end, hw, self._partition.isr_ok)
+        if batches:
+            size = self._count(batches, end - start)
+            self._hooks.on_cycle_written(start, end, size)
+            if not durable:
                 self._flush_wanted.set()
-        duplicates = sum(1 for item in cycle.sequenced if item.duplicate)
+        duplicates = sum(1 for item in sequenced if item.duplicate)
         if duplicates:
             self._duplicates.inc(duplicates)
 
-    async def _append(self, log_: PartitionLog, cycle: CycleResult, inline_fsync: bool) -> bool:
-        """Append the cycle's batches in the executor; False (and offline) if that failed."""
+    async def _append(
+        self, log_: PartitionLog, cycle: CycleResult, start: int, inline_fsync: bool
+    ) -> bool:
+        """Append the cycle's batches (and fsync them, with ``inline_fsync``) in the
+        executor. False if either failed: the replica is offline or stalled then, and every
+        request of the cycle has been answered here."""
         loop = asyncio.get_running_loop()
         try:
-            await loop.run_in_executor(
+            fsync_error = await loop.run_in_executor(
                 None, self._append_cycle, loop, log_, cycle.batches, inline_fsync
             )
         except (OSError, LiftlogError) as exc:
-            self._hooks.go_offline(f"log append failed: {exc}")
-            for item in cycle.sequenced:
-                self._acks.error(item.request, StorageError(str(exc)))
+            self._append_failed(log_, cycle, start, exc)
+            return False
+        if fsync_error is not None:
+            self._fsync_failed(cycle.sequenced, fsync_error)
             return False
         return True
 
@@ -294,14 +322,48 @@ class LeaderWritePath:
         log_: PartitionLog,
         batches: list[bytes],
         fsync: bool,
-    ) -> None:
+    ) -> OSError | LiftlogError | None:
         """Worker thread: append batches this leader just encoded (its own CRCs, so not
         verified again), let waiting followers fetch them at once, then fsync if asked: the
-        followers' round trip overlaps the leader's fsync, as in Kafka."""
+        followers' round trip overlaps the leader's fsync, as in Kafka. An append failure is
+        raised; an fsync failure is returned, since it must never be taken for a full disk."""
         log_.append_many(batches, verify_crc=False)
         loop.call_soon_threadsafe(self._hooks.on_appended, batches)
         if fsync:
-            log_.flush()
+            try:
+                log_.flush()
+            except (OSError, LiftlogError) as exc:
+                return exc
+        return None
+
+    def _append_failed(
+        self, log_: PartitionLog, cycle: CycleResult, start: int, exc: OSError | LiftlogError
+    ) -> None:
+        """An append that failed part-way (a roll between two batches) leaves the earlier
+        batches in the log, and they replicate and commit like any other: requests wholly
+        below the LEO are routed as appended (``leader`` acked, ``all`` parked, ...); only
+        the rest are refused with ``storage_error`` and have their msg ids forgotten, so a
+        retry stores them (with or without an id) exactly once."""
+        stored_end = log_.log_end_offset
+        stored_batches = [b for b in cycle.batches if decode_header(b).next_offset <= stored_end]
+        if stored_batches:
+            self._hooks.on_appended(stored_batches)
+        self._hooks.go_offline(f"log append failed: {exc}", exc)
+        stored = [i for i in cycle.sequenced if i.offset + i.count <= stored_end]
+        lost = [i for i in cycle.sequenced if i.offset + i.count > stored_end]
+        first_lost = min((i.offset for i in lost if not i.duplicate), default=None)
+        if first_lost is not None:
+            self.dedup.forget_from(first_lost)
+        for item in lost:
+            self._acks.error(item.request, StorageError(str(exc)))
+        self._route_appended(stored, stored_batches, start, stored_end, not self._fsync_always)
+
+    def _fsync_failed(self, sequenced: list[Sequenced], exc: OSError | LiftlogError) -> None:
+        """The cycle is in the log but its fsync failed: offline for good (never a stall,
+        whatever the errno: the kernel may have dropped the pages), nothing acknowledged."""
+        self._hooks.go_offline(f"log fsync failed: {exc}")
+        for item in sequenced:
+            self._acks.error(item.request, StorageError(str(exc)))
 
     def _count(self, batches: list[bytes], records: int) -> int:
         """Count what was appended in the metrics; returns its size in bytes."""

@@ -69,6 +69,19 @@ class StreamList(JsonModel):
 
 
 @dataclass(frozen=True)
+class StorageErrorView(JsonModel):
+    """A replica refusing writes because its disk is full; it retries with backoff and takes
+    writes again by itself once the disk has space."""
+
+    message: str
+    """The last out-of-space error."""
+    since_ms: int
+    """When the first write failed (ms since the epoch)."""
+    retries: int
+    """Retries that found the disk still full."""
+
+
+@dataclass(frozen=True)
 class PartitionState(JsonModel):
     """One partition in a describe. Offsets follow Kafka (``high_watermark`` and
     ``log_end_offset`` are the first offset not yet committed / written) and are null while
@@ -88,6 +101,8 @@ class PartitionState(JsonModel):
     lake_offset: int | None = None
     """First offset not yet in the lake (null when the lake is disabled)."""
     offline: bool = False
+    storage_error: StorageErrorView | None = None
+    """Set while the leader refuses writes because its disk is full (``offline`` then too)."""
     replica_log_end_offsets: dict[str, int] = field(default_factory=dict)
     """Each replica's LEO as the leader last saw it, by broker id."""
 
@@ -145,6 +160,26 @@ class RecoveryLossView(JsonModel):
 
 
 @dataclass(frozen=True)
+class LeaderReportView(JsonModel):
+    """The last HW a leader reported to this follower (uncapped by the follower's LEO)."""
+
+    leader: int
+    leader_epoch: int
+    high_watermark: int
+    age_ms: int
+    """How long ago the report arrived."""
+
+
+@dataclass(frozen=True)
+class EpochEntryView(JsonModel):
+    """Leader epoch ``epoch`` wrote this replica's records from ``start_offset`` on (to the
+    next entry's start, or the log end offset)."""
+
+    epoch: int
+    start_offset: int
+
+
+@dataclass(frozen=True)
 class ReplicaView(JsonModel):
     """``GET /v1/streams/{stream}/partitions/{p}``: one broker's own view of its replica."""
 
@@ -156,11 +191,17 @@ class ReplicaView(JsonModel):
     log_end_offset: int | None = None
     log_start_offset: int | None = None
     offline: bool = False
+    storage_error: StorageErrorView | None = None
+    """Set while this replica refuses writes because its disk is full (``offline`` then too)."""
     fenced: bool = False
     lake_start_offset: int | None = None
     lake_offset: int | None = None
     recovery_loss: RecoveryLossView | None = None
     replica_log_end_offsets: dict[str, int] | None = None
+    last_leader_report: LeaderReportView | None = None
+    epoch_entries: tuple[EpochEntryView, ...] | None = None
+    """Which leader epoch wrote which offsets (null when the log is not open): with them an
+    unclean election's dry run finds where two replicas' logs diverge (KIP-279)."""
 
 
 @dataclass(frozen=True)
@@ -192,6 +233,20 @@ class UncleanElection(JsonModel):
     candidate_log_end_offset: int
     highest_known_high_watermark: int
     offsets_known_lost: int
+    """A lower bound unless ``loss_bound`` is ``exact``: the largest known end of some
+    replica's log minus the offset where the candidate's log stops matching that log (its
+    divergence point by leader epoch, or the candidate's log end offset)."""
+    loss_bound: str
+    """``exact`` when every replica that can hold records beyond the candidate answered, none
+    reports a recovery loss, each reported its leader epochs, none diverges from the
+    candidate's log, and no figure exceeds the highest holder's log end offset; ``at_least``
+    otherwise."""
+    loss_known: bool
+    loss_explanation: str
+    """In plain words: where the figure comes from and why it is exact or only a bound."""
+    last_isr: tuple[int, ...]
+    unreachable_isr: tuple[int, ...]
+    """Members of the last ISR (or the leader) that did not answer: what they held is unknown."""
     warning: str
     elected: bool = False
     leader: int | None = None

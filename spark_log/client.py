@@ -14,7 +14,7 @@ import time
 import zlib
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import nats
 import nats.errors
@@ -40,7 +40,7 @@ from spark_log.errors import (
 )
 from spark_log.log import Record
 from spark_log.nats_io import widen_read_buffer
-from spark_log.publish_retry import DEFAULT_DELIVERY_TIMEOUT_S, retry_delay
+from spark_log.publish_retry import DEFAULT_DELIVERY_TIMEOUT_S, retry_delay, stored_nothing
 from spark_log.rest import DEFAULT_SERVER, RestClient
 from spark_log.stream_spec import StreamSpec
 from spark_log.wire import (
@@ -103,7 +103,8 @@ class Client:
         self.ack_timeout_s = ack_timeout_s
         self.delivery_timeout_s = delivery_timeout_s
         """How long a publish keeps retrying failures that stored nothing (a leadership change:
-        ``no_responders``; ``not_leader`` and ack timeouts too with a msg id), as Kafka's
+        ``no_responders``; an ISR below min ISR: ``not_enough_replicas``; ``not_leader``, ack
+        timeouts and ``not_enough_replicas_after_append`` too with a msg id), as Kafka's
         ``delivery.timeout.ms``; 0 or None hands every failure to the caller at once."""
         self._nc: NatsClient | None = None
         self._owns_nc = False
@@ -309,6 +310,9 @@ class Client:
         has_msg_id = HEADER_MSG_ID in headers
         started = time.monotonic()
         attempt = 0
+        # an earlier try that may have appended (a timeout, not_leader, ...): the caller must
+        # not be told "nothing stored" by a later try's refusal
+        maybe_stored: LiftlogError | None = None
         while True:
             try:
                 return await self._send_once(
@@ -324,7 +328,9 @@ class Client:
                     delivery_timeout_s=self.delivery_timeout_s,
                 )
                 if delay is None:
-                    raise
+                    _raise_outcome(exc, maybe_stored)
+                if not stored_nothing(exc):
+                    maybe_stored = exc
             await asyncio.sleep(delay)
             # a retry waits for its ack no later than the delivery timeout (Kafka's bound on
             # the whole send, retries included)
@@ -607,6 +613,15 @@ def ack_from_wire(stream: str, body: Mapping[str, Any], count: int = 1) -> Ack:
         count=int(body.get("count", count)),
         duplicate=bool(body.get("duplicate", False)),
     )
+
+
+def _raise_outcome(last: LiftlogError, maybe_stored: LiftlogError | None) -> NoReturn:
+    """Give up with ``last``, unless it says "nothing stored" while an earlier try of the same
+    publish may have appended (then that earlier, indeterminate error is the honest answer)."""
+    if maybe_stored is not None and stored_nothing(last):
+        maybe_stored.add_note(f"the last retry then failed with {last.code}: {last}")
+        raise maybe_stored from last
+    raise last
 
 
 def _is_no_responders(msg: Any) -> bool:

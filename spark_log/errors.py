@@ -72,7 +72,19 @@ class NotLeaderError(LiftlogError):
 
 
 class NotEnoughReplicasError(LiftlogError):
+    """An ``acks=all`` publish refused before the append: the in-sync replica set was smaller
+    than the stream's min ISR, so nothing was stored and publishing again cannot duplicate."""
+
     code = "not_enough_replicas"
+
+
+class NotEnoughReplicasAfterAppendError(LiftlogError):
+    """An ``acks=all`` publish appended while the ISR was large enough, after which it fell
+    below min ISR before the leader could route the ack: the record is in the leader's log
+    and is committed if the ISR heals, so only a publish with a msg id may safely be sent
+    again. Not a subclass of ``NotEnoughReplicasError``, which promises nothing was stored."""
+
+    code = "not_enough_replicas_after_append"
 
 
 class StreamPausedError(LiftlogError):

@@ -30,6 +30,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "not_leader": 421,
     "stream_paused": 409,
     "not_enough_replicas": 503,
+    "not_enough_replicas_after_append": 503,
     "unavailable": 503,
     "coordinator_error": 503,
     "storage_error": 503,

@@ -120,6 +120,7 @@ def _run_standalone(args: argparse.Namespace) -> int:
         lake=args.lake,
         ha=args.ha,
     )
+    stack.check_data_dir_free()  # before the ports: a running stack holds both
     try:
         stack.check_ports()
     except PortInUseError as exc:
@@ -130,11 +131,7 @@ def _run_standalone(args: argparse.Namespace) -> int:
         f"starting Liftlog standalone ({args.nodes} node(s){topology}, data in "
         f"{stack.data_dir}{config}) ..."
     )
-    try:
-        stack.start()
-    except KeyboardInterrupt:  # Ctrl-C while starting: stop what did start, and say so
-        stack.stop()
-        raise
+    stack.start()  # a failed or interrupted (Ctrl-C) start stops what did start and unlocks
     for name, url in stack.endpoints():
         _say(f"{name:<14} {url}")
     _say("ready; Ctrl-C stops everything")

@@ -222,7 +222,10 @@ def _stream_elect_unclean(args: argparse.Namespace) -> int:
         f"{body.candidate_log_end_offset}, highest known HW "
         f"{body.highest_known_high_watermark}"
     )
-    print(f"offsets known to be lost: {body.offsets_known_lost} ({body.warning})")
+    qualifier = "exactly" if body.loss_known else "at least (the total cannot be known)"
+    print(f"offsets known to be lost: {qualifier} {body.offsets_known_lost}")
+    print(body.loss_explanation)
+    print(f"warning: {body.warning}")
     if body.elected:
         print(f"elected broker {body.leader} at leader epoch {body.leader_epoch}")
     else:

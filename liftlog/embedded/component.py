@@ -22,6 +22,9 @@ class Component(StartStop, ABC):
     name: str
     log_path: Path
     start_timeout_s: float
+    # Descriptors every incarnation inherits: the stack's data-directory lock, so that the
+    # lock is held while any process of the stack lives (see data_dir_lock).
+    inherited_fds: tuple[int, ...] = ()
 
     def __init__(self) -> None:
         self._process: ChildProcess | None = None
@@ -48,7 +51,11 @@ class Component(StartStop, ABC):
             raise ProcessStartError(f"{self.name} is already running (pid {self._process.pid})")
         self._prepare()
         self._process = ChildProcess(
-            self.name, self._argv(), self.log_path, extra_env=self._extra_env()
+            self.name,
+            self._argv(),
+            self.log_path,
+            extra_env=self._extra_env(),
+            pass_fds=self.inherited_fds,
         ).start()
         return self._process
 

@@ -50,6 +50,9 @@ class NatsClusterServer(NatsServer):
         self.cluster_name = cluster_name
         self.route_port = route_port
         self.routes = [self._route_url(p) for p in peer_route_ports]
+        # None: peers learn the listen address. A fault test routing every link through its
+        # own proxy sets an address of its choosing, so gossip cannot open a direct route.
+        self.cluster_advertise: str | None = None
 
     @property
     def route_url(self) -> str:
@@ -80,7 +83,8 @@ class NatsClusterServer(NatsServer):
             "cluster {\n"
             f"  name: {self.cluster_name}\n"
             f"  listen: {self.host}:{self.route_port}\n"
-            f"  routes: [\n{routes}\n  ]\n"
+            + (f"  advertise: {self.cluster_advertise}\n" if self.cluster_advertise else "")
+            + f"  routes: [\n{routes}\n  ]\n"
             "}\n"
         )
 

@@ -56,12 +56,14 @@ class ChildProcess:
         *,
         extra_env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
+        pass_fds: Sequence[int] = (),
     ) -> None:
         self.name = name
         self.argv = [str(a) for a in argv]
         self.log_path = Path(log_path)
         self._extra_env = dict(extra_env or {})
         self._cwd = cwd
+        self._pass_fds = tuple(pass_fds)  # inherited, e.g. the data directory's lock
         self._popen: subprocess.Popen[bytes] | None = None
         self._term_sent = False
 
@@ -85,6 +87,7 @@ class ChildProcess:
                     stderr=subprocess.STDOUT,
                     env=env,
                     cwd=self._cwd,
+                    pass_fds=self._pass_fds,
                     start_new_session=True,
                 )
             except OSError as exc:

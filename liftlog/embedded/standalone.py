@@ -11,6 +11,7 @@ znodes and sessions included)::
                      ``s3://liftlog/lake`` on it instead of ``lake/``
     config/node-<i>.toml
     logs/            nats.log, zookeeper.log, node-<i>.log
+    .lock            locked while any process of the stack lives (see data_dir_lock.py)
 With ``ha=True`` (``--ha``) NATS and ZooKeeper are three servers each (see standalone_ha.py)
 and the lake is on the embedded SeaweedFS.
 """
@@ -29,6 +30,7 @@ from types import FrameType
 from typing import Any, Self
 
 from liftlog.embedded.component import Component
+from liftlog.embedded.data_dir_lock import DataDirLock
 from liftlog.embedded.lifecycle import StartStop
 from liftlog.embedded.nats import DEFAULT_NATS_HOST, NatsServer
 from liftlog.embedded.node import NodeProcess
@@ -49,7 +51,7 @@ from liftlog.embedded.standalone_ha import HaTopology
 from liftlog.embedded.standalone_lake import LAKE_LOCAL, LAKE_S3, create_lake_bucket, s3_lake_config
 from liftlog.embedded.zookeeper import ZooKeeperServer
 from spark_log.config import LAKE_DIR_NAME, LakeConfig, NodeConfig
-from spark_log.errors import InvalidRequestError, LiftlogError, ProcessStartError
+from spark_log.errors import InvalidRequestError, ProcessStartError
 from spark_log.typed_config import from_mapping, to_mapping
 
 DEFAULT_STANDALONE_DATA_DIR = "liftlog-data"
@@ -93,6 +95,7 @@ class Standalone(StartStop):
         self.host = host
         self.report = report
         self._owned_dir = False  # set by local(): a temporary directory stop() removes
+        self._lock = DataDirLock(self.data_dir)
         logs = self.data_dir / "logs"
         # --ha: a NATS cluster and a ZooKeeper ensemble, and the lake on S3 (as in production)
         self.ha = HaTopology(self.data_dir, host, nats_port, zk_port) if ha else None
@@ -207,20 +210,40 @@ class Standalone(StartStop):
         if busy:
             raise PortInUseError(busy, self.host)
 
+    def check_data_dir_free(self) -> None:
+        """DataDirInUseError if another stack, or a process left from one, holds the data
+        directory (nothing is created)."""
+        self._lock.check_free()
+
+    def _lock_data_dir(self) -> None:
+        """Lock the data directory and have every process started from now on inherit the
+        lock, so that it is held until the last process of the stack is gone."""
+        self._lock.acquire()
+        self._share_lock()
+
+    def _share_lock(self) -> None:
+        """Every component inherits the lock's descriptor while it is held (and none after
+        ``stop`` closed it: the number could then name an unrelated file)."""
+        inherited = (self._lock.fd,) if self._lock.fd is not None else ()
+        for component in [*self._core, *self.nodes]:
+            component.inherited_fds = inherited
+
     def start(self) -> Self:
-        """Check every port, then NATS and ZooKeeper in parallel, then the nodes; every one
-        waited ready.
+        """Check the data directory is free and every port too, lock the directory, then
+        start NATS and ZooKeeper in parallel, then the nodes; every one waited ready.
 
         If anything fails to start, whatever did start is stopped before the error propagates.
         """
+        self.check_data_dir_free()
         self.check_ports()
+        self._lock_data_dir()
         try:
             _start_together(self._core)
             if self.seaweedfs is not None:
                 create_lake_bucket(self.seaweedfs.credentials)
             _start_together(self.nodes)
-        except LiftlogError:
-            self.stop()
+        except BaseException:  # Ctrl-C and unexpected errors too: nothing, the lock's fd
+            self.stop()  # included, outlives a failed start
             raise
         return self
 
@@ -232,6 +255,8 @@ class Standalone(StartStop):
             _stop_together(group, timeout_s)
             for component in running:
                 self.report(f"stopped {component.name} (pid {component.pid})")
+        self._lock.release()
+        self._share_lock()
         if self._owned_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 

@@ -48,6 +48,26 @@ def write_atomically(path: Path, text: str) -> None:
     fsync_directory(path.parent)
 
 
+def probe_free_space(path: Path, size: int) -> None:
+    """Write ``size`` zero bytes to ``path``, fsync and remove it: StorageError unless the
+    file system takes that much more now (a check that a full disk has space again)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        try:
+            written = 0
+            while written < size:
+                written += os.write(fd, bytes(min(size - written, _PROBE_CHUNK)))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            path.unlink(missing_ok=True)
+    except OSError as exc:
+        raise StorageError(f"no space for {size} more bytes in {path.parent}: {exc}") from exc
+
+
+_PROBE_CHUNK = 64 * 1024
+
+
 def write_offset_checkpoint(path: Path, offset: int) -> None:
     write_atomically(path, f"{CHECKPOINT_VERSION}\n{offset}\n")
 

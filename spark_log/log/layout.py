@@ -22,6 +22,8 @@ RECOVERY_POINT_FILE = "recovery-point"
 LEADER_EPOCH_FILE = "leader-epoch-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".clean-shutdown"
 RECOVERY_LOSS_FILE = "recovery-loss"
+SPACE_PROBE_FILE = "space-probe" + TMP_SUFFIX
+"""Written and removed to test for free space; a crash leaves it as a stray temp file."""
 
 logger = logging.getLogger("liftlog.log")
 

@@ -17,7 +17,8 @@ import shutil
 import threading
 import time
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from spark_log.errors import (
 from spark_log.log.batch import BatchHeader, decode_header, decode_records, verify_batch
 from spark_log.log.checkpoint import (
     fsync_directory,
+    probe_free_space,
     read_offset_checkpoint,
     write_atomically,
     write_offset_checkpoint,
@@ -40,6 +42,7 @@ from spark_log.log.checkpoint import (
 from spark_log.log.epoch_cache import LeaderEpochCache
 from spark_log.log.errors import (
     CheckpointError,
+    FsyncError,
     LeaderEpochRegressionError,
     LogClosedError,
     NonContiguousBatchError,
@@ -50,6 +53,7 @@ from spark_log.log.layout import (
     LEADER_EPOCH_FILE,
     RECOVERY_LOSS_FILE,
     RECOVERY_POINT_FILE,
+    SPACE_PROBE_FILE,
     logger,
     remove_stray_files,
 )
@@ -120,7 +124,9 @@ class PartitionLog:
         self._generation = 0
         self._closed = False
         self._failure: str | None = None
+        self._fsync_failure: str | None = None  # set once, never cleared: see FsyncError
         self._recovery_loss: RecoveryLoss | None = None
+        self._leading_epoch: int | None = None  # see assign_leader_epoch
 
     # ================================================================== open
 
@@ -346,13 +352,14 @@ class PartitionLog:
         self._assign_epochs(headers)
         group_start = 0
         pending_bytes = 0
-        for i, header in enumerate(headers):
-            if self._must_roll(pending_bytes, headers[group_start], header):
-                self._write(batches[group_start:i], headers[group_start:i])
-                self._roll(header.base_offset)
-                group_start, pending_bytes = i, 0
-            pending_bytes += header.size
-        self._write(batches[group_start:], headers[group_start:])
+        with self._refusing_writes_after_fsync_failure():
+            for i, header in enumerate(headers):
+                if self._must_roll(pending_bytes, headers[group_start], header):
+                    self._write(batches[group_start:i], headers[group_start:i])
+                    self._roll(header.base_offset)
+                    group_start, pending_bytes = i, 0
+                pending_bytes += header.size
+            self._write(batches[group_start:], headers[group_start:])
         return headers
 
     def _validate(self, batches: Sequence[Buffer], verify_crc: bool) -> list[BatchHeader]:
@@ -390,6 +397,8 @@ class PartitionLog:
     def _assign_epochs(self, headers: list[BatchHeader]) -> None:
         """Record epoch changes before the bytes are written: a crash in between leaves an
         entry at/after the LEO, which recovery drops, never a batch without its epoch."""
+        if any(header.leader_epoch != self._leading_epoch for header in headers):
+            self._leading_epoch = None  # another leader's records: this log no longer leads
         latest = self._epochs.latest_epoch
         for header in headers:
             if latest is None or header.leader_epoch > latest:
@@ -433,10 +442,57 @@ class PartitionLog:
         """Cut whatever part of a failed write reached the file, or refuse further writes."""
         try:
             segment.file.truncate(committed_size)
-            self._epochs.truncate_from_end(self.log_end_offset)
+            self._drop_unwritten_epochs()
         except StorageError as exc:
             self._failure = f"a failed append could not be undone: {exc}"
             logger.error("%s: %s", self._dir, self._failure)
+
+    def resume_writes(self, probe_bytes: int) -> None:
+        """Accept appends again after one failed for lack of space (writer thread only).
+
+        Cuts whatever part of the failed batch reached the active segment (the committed size
+        is what readers and the LEO know), fsyncs that, rewrites the leader-epoch checkpoint
+        (an entry for the failed batch may have been written), then proves the disk takes
+        ``probe_bytes`` more by writing, fsyncing and removing a probe file. StorageError
+        while any of it fails: the log stays as it was and refuses writes if it did before.
+        ``FsyncError``, doing nothing, once any fsync of log data has failed: this fsync
+        succeeding would not bring back pages the kernel dropped then.
+        """
+        self._check_open()
+        self._refuse_resuming_after_fsync_failure()
+        with self._structure_lock, self._refusing_writes_after_fsync_failure():
+            active = self._segments[-1]
+            active.file.truncate(active.size)
+            active.file.fsync()
+            self._drop_unwritten_epochs()
+            self._epochs.persist()
+            probe_free_space(self._dir / SPACE_PROBE_FILE, probe_bytes)
+            self._refuse_resuming_after_fsync_failure()  # a flush on another thread, meanwhile
+            if self._failure is not None:
+                logger.info("%s: writes accepted again after: %s", self._dir, self._failure)
+            self._failure = None
+
+    def _refuse_resuming_after_fsync_failure(self) -> None:
+        """``FsyncError`` once any fsync of log data has failed (see ``FsyncError``)."""
+        if self._fsync_failure is not None:
+            raise FsyncError(
+                f"log {self._dir} cannot take writes again: an fsync failed "
+                f"({self._fsync_failure}); only reopening it (recovery) can"
+            )
+
+    @contextmanager
+    def _refusing_writes_after_fsync_failure(self) -> Iterator[None]:
+        """Record a failed fsync of log data (``FsyncError``, re-raised) and refuse writes
+        for good: the kernel may have marked the pages it could not write clean, so they read
+        back as if on disk and a later fsync succeeds without them."""
+        try:
+            yield
+        except FsyncError as exc:
+            if self._fsync_failure is None:  # the first one says what was lost
+                self._fsync_failure = str(exc)
+                self._failure = f"an fsync failed: {exc}"
+                logger.error("%s: %s", self._dir, self._failure)
+            raise
 
     def roll(self) -> bool:
         """Seal the active segment now if it holds any batch (``liftlog stream flush``: what
@@ -448,7 +504,8 @@ class PartitionLog:
             if not active.size:
                 return False
             new_base_offset = active.next_offset
-        self._roll(new_base_offset)
+        with self._refusing_writes_after_fsync_failure():
+            self._roll(new_base_offset)
         return True
 
     def _roll(self, new_base_offset: int) -> None:
@@ -482,7 +539,8 @@ class PartitionLog:
             if target <= self._flushed_offset or not segment.file.retain():
                 return
         try:
-            segment.file.fsync()
+            with self._refusing_writes_after_fsync_failure():
+                segment.file.fsync()
         finally:
             segment.file.release()
         with self._lock:
@@ -574,6 +632,37 @@ class PartitionLog:
         """OffsetsForLeaderEpoch (KIP-101/279); see ``LeaderEpochCache.end_offset_for``."""
         return self._epochs.end_offset_for(epoch, self.log_end_offset)
 
+    def assign_leader_epoch(self, epoch: int) -> None:
+        """Record that ``epoch`` starts at the LEO: this replica has just become its leader.
+
+        Kafka's makeLeader does the same (KAFKA-7415). Without the entry a follower holding
+        records of an epoch this log never saw (an unclean or a quick double election) asks
+        about it before the first append and gets no answer (-1, -1), so it keeps a divergent
+        tail. The entry covers no records until the first append in ``epoch``; the epoch's
+        end offset is the LEO, as for any latest epoch. Persisted before returning; a reopen
+        drops it (it starts at the LEO) and the leader records it again on re-entering its
+        role. While every append carries ``epoch`` a failed append keeps the entry (see
+        ``_drop_unwritten_epochs``). LeaderEpochRegressionError if the log holds a later
+        epoch, StorageError if the checkpoint cannot be written.
+        """
+        self._check_open()
+        with self._structure_lock:
+            self._leading_epoch = epoch
+            self._epochs.assign(epoch, self.log_end_offset)
+
+    def _drop_unwritten_epochs(self) -> None:
+        """After a failed append: forget the epoch entries of batches that never reached the
+        log, but keep (or restore) the entry of the epoch this log leads, which followers
+        need while the disk is full (see ``assign_leader_epoch``)."""
+        leo = self.log_end_offset
+        leading = self._leading_epoch
+        entries = self._epochs.entries
+        keep_last = leading is not None and bool(entries) and entries[-1] == (leading, leo)
+        self._epochs.truncate_from_end(leo + 1 if keep_last else leo)
+        latest = self._epochs.latest_epoch
+        if leading is not None and (latest is None or latest < leading):
+            self._epochs.assign(leading, leo)
+
     # ================================================================== truncation
 
     def truncate_to(self, offset: int) -> None:
@@ -581,16 +670,21 @@ class PartitionLog:
 
         Batches are never split, so if ``offset`` falls inside a batch the whole batch goes and
         the new LEO is that batch's base offset. Below the log start this empties the log and
-        restarts it at ``offset``, as Kafka does. Crash-safe order: epoch entries, the recovery
-        point and the checkpointed HW first, then the cut segment (fsynced), then later
-        segments oldest first, so a crash part-way leaves a hole that recovery cuts at (and
-        does not mistake for a loss of durable data).
+        restarts it at ``offset``, as Kafka does. At or past the LEO it removes no records but
+        still drops epoch entries starting at the LEO, as Kafka does: a deposed leader's entry
+        for the epoch it led without appending (``assign_leader_epoch``) would otherwise stay
+        its latest epoch, the one it asks its new leader about. Crash-safe order: epoch
+        entries, the recovery point and the checkpointed HW first, then the cut segment
+        (fsynced), then later segments oldest first, so a crash part-way leaves a hole that
+        recovery cuts at (and does not mistake for a loss of durable data).
         """
         if offset < 0:
             raise InvalidRequestError(f"cannot truncate to negative offset {offset}")
         self._check_writable()
-        with self._structure_lock:
+        with self._structure_lock, self._refusing_writes_after_fsync_failure():
+            self._leading_epoch = None  # only a follower truncates
             if offset >= self.log_end_offset:
+                self._epochs.truncate_from_end(self.log_end_offset)
                 return
             if offset < self.log_start_offset:
                 self.truncate_fully_and_start_at(offset)
@@ -621,6 +715,7 @@ class PartitionLog:
             raise InvalidRequestError(f"cannot start the log at negative offset {offset}")
         self._check_writable()
         with self._structure_lock:
+            self._leading_epoch = None
             self._lower_durable_marks(RECOVER_EVERYTHING)
             self._epochs.clear()
             with self._lock:
@@ -661,18 +756,24 @@ class PartitionLog:
     ) -> int:
         """Delete whole sealed segments, oldest first, that a retention limit no longer needs;
         never at or past the HW nor ``max_deletable_offset`` (what the lake holds). Returns how
-        many were deleted; the log start offset moves to the first remaining segment."""
+        many were deleted; the log start offset moves to the first remaining segment.
+
+        Allowed on a log refusing appends (``_check_open`` only): whole sealed segments below
+        the HW do not depend on the active segment's tail, and on a full disk deleting them is
+        what frees space. So the files go before the leader-epoch checkpoint is rewritten
+        (which needs space); entries left below the log start are cut again at open.
+        """
         limits = RetentionLimits(retention_ms, retention_bytes, retention_messages)
-        self._check_writable()
+        self._check_open()
         with self._structure_lock:
             segments, count = self._deletable(limits, max_deletable_offset)
             if not count:
                 return 0
             with self._lock:
                 self._segments = self._segments[count:]
-            self._epochs.truncate_from_start(self.log_start_offset)
             for segment in segments[:count]:
                 segment.delete()
+            self._epochs.truncate_from_start(self.log_start_offset)
             logger.info(
                 "%s: retention deleted %d segment(s), log start offset now %d",
                 self._dir,
@@ -711,13 +812,16 @@ class PartitionLog:
 
     # ================================================================== lifecycle
 
-    def close(self) -> None:
-        """Flush, checkpoint HW and recovery point, mark the shutdown clean, close the fds."""
+    def close(self, *, clean: bool = True) -> None:
+        """Flush, checkpoint HW and recovery point, mark the shutdown clean, close the fds.
+
+        ``clean=False`` only closes the fds: the log is about to be deleted, and writing its
+        checkpoints and indexes first is wasted work that fails on a full disk."""
         with self._structure_lock:
             if self._closed:
                 return
             try:
-                if self._failure is None:
+                if clean and self._failure is None:
                     self._close_cleanly()
             finally:
                 with self._lock:
@@ -728,7 +832,8 @@ class PartitionLog:
 
     def _close_cleanly(self) -> None:
         active = self._segments[-1]
-        active.file.fsync()
+        with self._refusing_writes_after_fsync_failure():
+            active.file.fsync()
         with self._lock:
             active.add_final_time_entry()
         active.persist_indexes(fsync=True)
@@ -738,8 +843,8 @@ class PartitionLog:
         write_atomically(self._dir / CLEAN_SHUTDOWN_FILE, "")
 
     def delete(self) -> None:
-        """Close the log and remove its directory."""
-        self.close()
+        """Close the log (writing nothing) and remove its directory."""
+        self.close(clean=False)
         try:
             shutil.rmtree(self._dir)
         except OSError as exc:
@@ -751,6 +856,10 @@ class PartitionLog:
 
     def _check_writable(self) -> None:
         self._check_open()
+        if self._fsync_failure is not None:
+            raise StorageError(
+                f"log {self._dir} refuses writes: an fsync failed ({self._fsync_failure})"
+            )
         if self._failure is not None:
             raise StorageError(f"log {self._dir} refuses writes: {self._failure}")
 

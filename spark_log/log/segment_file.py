@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from spark_log.errors import StorageError
+from spark_log.log.errors import FsyncError
 from spark_log.log.layout import FILE_MODE
 
 POSIX_IOV_MAX = 1024
@@ -102,7 +103,7 @@ class SegmentFile:
         try:
             os.fdatasync(self.fd)
         except OSError as exc:
-            raise StorageError(f"cannot fsync {self.path}: {exc}") from exc
+            raise FsyncError(f"cannot fsync {self.path}: {exc}") from exc
 
 
 def _write_all(fd: int, view: memoryview) -> None:

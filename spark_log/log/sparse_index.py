@@ -100,6 +100,7 @@ class SparseIndex:
             finally:
                 os.close(fd)
         except OSError as exc:
+            self._rewrite = True  # part of the entries may be in the file: rewrite it next time
             raise StorageError(f"cannot write index {self.path}: {exc}") from exc
         self._pending.clear()
         self._rewrite = False

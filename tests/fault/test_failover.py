@@ -14,7 +14,7 @@ from spark_log.client import Client
 from spark_log.errors import LiftlogError, NotEnoughReplicasError
 from tests.fault.acked_load import AckedLoad
 from tests.integration.conftest import create_stream
-from tests.waiting import wait_for
+from tests.waiting import wait_for, wait_for_async
 
 PUBLISHERS = 16
 ACKED_PER_ROUND = 300
@@ -144,7 +144,8 @@ async def test_min_isr_refuses_acks_all_and_holds_the_hw(make_node, stream_name)
     leader_id = created["partitions"][0]["leader"]
     leader = next(n for n in nodes if n.broker_id == leader_id)
     follower = next(n for n in nodes if n.broker_id != leader_id)
-    async with Client(leader.api_url, ack_timeout_s=5) as client:
+    # no retries: the refusal itself is under test (the client retries it by default)
+    async with Client(leader.api_url, ack_timeout_s=5, delivery_timeout_s=0) as client:
         ok = await client.publish(stream_name, b"both-up")
         assert ok.offset == 0
         follower.kill()
@@ -157,6 +158,7 @@ async def test_min_isr_refuses_acks_all_and_holds_the_hw(make_node, stream_name)
             await client.publish(stream_name, b"refused")
         leader_ack = await client.publish(stream_name, b"leader-only", ack_policy="leader")
         assert _describe(leader, stream_name)["high_watermark"] == 1  # HW held
+        assert leader_ack.offset == 1  # the refused record took no offset
         follower.start()
         wait_for(
             lambda: sorted(_describe(leader, stream_name)["isr"]) == [1, 2],
@@ -165,6 +167,53 @@ async def test_min_isr_refuses_acks_all_and_holds_the_hw(make_node, stream_name)
         )
         again = await client.publish(stream_name, b"both-up-again")
     assert again.offset > leader_ack.offset
+
+
+async def test_a_min_isr_refusal_stores_nothing_and_a_retry_stores_once(make_node, stream_name):
+    """RF 3, min ISR 2, both followers killed: an acks=all publish without a msg id is refused
+    before the append, so after the ISR heals the log does not hold it, and publishing it
+    again (by hand, or by the client's own retries riding out the outage) stores it once."""
+    nodes = [make_node(i, replica_lag_time_max_s=1.5) for i in (1, 2, 3)]
+    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
+        created = create_stream(api, stream_name, replication_factor=3, min_isr=2)
+    leader_id = created["partitions"][0]["leader"]
+    leader = next(n for n in nodes if n.broker_id == leader_id)
+    followers = [n for n in nodes if n is not leader]
+    servers = ",".join(n.api_url for n in nodes)
+    async with (
+        Client(servers, ack_timeout_s=5, delivery_timeout_s=0) as once,
+        Client(servers, ack_timeout_s=5, delivery_timeout_s=90) as retrying,
+    ):
+        assert (await once.publish(stream_name, "before")).offset == 0
+        for follower in followers:
+            follower.kill()
+        wait_for(
+            lambda: _describe(leader, stream_name)["isr"] == [leader_id],
+            30,
+            message="both dead followers leave the ISR",
+        )
+        with pytest.raises(NotEnoughReplicasError):
+            await once.publish(stream_name, "refused")
+        assert _describe(leader, stream_name)["log_end_offset"] == 1  # nothing appended
+        ridden_out = asyncio.create_task(retrying.publish(stream_name, "retried"))
+        await wait_for_async(
+            lambda: _min_isr_refusals(leader, stream_name) >= 2,
+            30,
+            interval_s=0.1,
+            message="the retrying publish refused at least once",
+        )
+        for follower in followers:
+            await asyncio.to_thread(follower.start)  # the retries go on meanwhile
+        retried = await ridden_out  # the client's retries outlast the outage
+        wait_for(
+            lambda: sorted(_describe(leader, stream_name)["isr"]) == [1, 2, 3],
+            60,
+            message="the followers rejoin the ISR",
+        )
+        again = await once.publish(stream_name, "refused")
+    assert retried.offset == 1 and again.offset == 2
+    values = Counter(r["value"] for r in _all_records(leader, stream_name))
+    assert values == Counter({"before": 1, "retried": 1, "refused": 1})
 
 
 async def _collect_all_replies(nc, subject: str, values: list[bytes], wait_s: float) -> list:
@@ -320,6 +369,9 @@ def test_offline_partition_needs_explicit_unclean_election(make_node, stream_nam
     dry = subprocess.run(cli, capture_output=True, text=True, timeout=60, check=False)
     assert dry.returncode == 0, dry.stderr
     assert "offsets known to be lost" in dry.stdout and "dry run" in dry.stdout
+    # the leader acknowledged alone and is dead: never "0 lost", only an unknowable bound
+    assert "at least (the total cannot be known)" in dry.stdout
+    assert f"Broker {leader_id} is unreachable and was the only ISR member" in dry.stdout
     assert _describe(follower, stream_name)["leader"] == -1  # the dry run changed nothing
     done = subprocess.run(
         [*cli, "--confirm"], capture_output=True, text=True, timeout=60, check=False
@@ -330,6 +382,20 @@ def test_offline_partition_needs_explicit_unclean_election(make_node, stream_nam
     with httpx.Client(base_url=follower.api_url, timeout=30) as api:
         body = api.get(url, params={"encoding": "utf-8"}).json()
     assert [r["value"] for r in body["records"]] == ["kept"]  # the leader-only tail is lost
+
+
+def _min_isr_refusals(node, stream: str) -> float:
+    """The leader's count of publishes refused with ``not_enough_replicas``."""
+    import re
+
+    with httpx.Client(base_url=node.api_url, timeout=10) as api:
+        text = api.get("/metrics").text
+    pattern = r"^liftlog_produce_errors_total\{([^}]*)\} (\S+)$"
+    return sum(
+        float(value)
+        for labels, value in re.findall(pattern, text, re.M)
+        if f'stream="{stream}"' in labels and 'code="not_enough_replicas"' in labels
+    )
 
 
 def _replica_fetches_in_flight(api: httpx.Client) -> float:

@@ -39,7 +39,12 @@ from coordinator.errors import (
     VersionConflictError,
 )
 from coordinator.fencing import write_partition_state_fenced
-from coordinator.isr import leave_isr_for_data_loss, read_partition_state, update_isr
+from coordinator.isr import (
+    bump_epoch_after_restart,
+    leave_isr_for_data_loss,
+    read_partition_state,
+    update_isr,
+)
 from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
 from coordinator.znodes import (
@@ -495,6 +500,53 @@ def test_a_replica_that_lost_data_takes_itself_out_of_the_isr(zk_session, start_
 
 
 # -- the leader's own ISR writes --------------------------------------------------------------
+
+
+def test_a_restarted_leader_bumps_its_epoch_once(zk_session, start_broker):
+    for broker_id in (1, 2, 3):
+        start_broker(broker_id)
+    create_stream(zk_session, "restarted")
+    state, version = read_partition_state(zk_session, "restarted", 0)
+
+    bumped, bumped_version = bump_epoch_after_restart(
+        zk_session, "restarted", 0, state.leader, state.leader_epoch
+    )
+
+    assert bumped == dataclasses.replace(state, leader_epoch=state.leader_epoch + 1)
+    assert bumped_version == version + 1
+    assert read_partition_state(zk_session, "restarted", 0) == (bumped, bumped_version)
+    # asked again about the epoch it led before: the state moved on, nothing is written
+    again = bump_epoch_after_restart(zk_session, "restarted", 0, state.leader, state.leader_epoch)
+    assert again == (bumped, bumped_version)
+    follower = next(b for b in state.replicas if b != state.leader)
+    assert bump_epoch_after_restart(zk_session, "restarted", 0, follower, bumped.leader_epoch) == (
+        bumped,
+        bumped_version,
+    )
+
+
+def test_an_unregistered_broker_does_not_rejoin_the_isr(zk_session, start_broker):
+    """A follower whose session expired may still fetch; the leader's expansion skips it."""
+    sessions = {broker_id: start_broker(broker_id) for broker_id in (1, 2, 3)}
+    create_stream(zk_session, "eligible")
+    state, version = read_partition_state(zk_session, "eligible", 0)
+    leader, follower, gone = state.replicas
+    shrunk, shrunk_version = update_isr(
+        zk_session, "eligible", 0, state, version, [leader, follower]
+    )
+    sessions[gone].stop()  # its registration (an ephemeral znode) goes with its session
+
+    kept, kept_version = update_isr(
+        zk_session, "eligible", 0, shrunk, shrunk_version, [leader, follower, gone]
+    )
+
+    assert (kept, kept_version) == (shrunk, shrunk_version)  # nothing written
+    assert read_partition_state(zk_session, "eligible", 0) == (shrunk, shrunk_version)
+    sessions[gone] = start_broker(gone)
+    grown, _ = update_isr(
+        zk_session, "eligible", 0, shrunk, shrunk_version, [leader, follower, gone]
+    )
+    assert set(grown.isr) == {leader, follower, gone}
 
 
 def test_leader_isr_update_is_a_conditional_write(zk_session, start_broker):

@@ -63,6 +63,7 @@ def test_list_describe_delete_removes_data(api, node, stream_name):
         "lake_start_offset": None,
         "lake_offset": 0,  # the lake is on by default; nothing exported yet
         "offline": False,
+        "storage_error": None,
         "replica_log_end_offsets": {"1": 0},
     }
     assert created["lake"]["uri"].endswith(f"/{stream_name}@{created['created_at_ms']}")

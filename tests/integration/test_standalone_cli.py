@@ -402,18 +402,3 @@ def test_standalone_refuses_identity_keys_in_its_config(tmp_path: Path):
     assert result.returncode == 1
     assert "broker_id cannot be set in a standalone config" in result.stderr
     assert not (tmp_path / "d").exists()
-
-
-def test_children_die_when_the_launcher_is_killed(data_dir: Path):
-    """SIGKILL leaves the launcher no chance to stop anything: the kernel must (PDEATHSIG)."""
-    stack = Standalone(data_dir, nodes=2)
-    stack.wait_ready()
-    children = [pid for pid in _processes_mentioning(str(data_dir)) if pid != stack.proc.pid]
-    assert len(children) >= 4, children  # nats-server, ZooKeeper, two nodes
-    stack.proc.kill()
-    stack.proc.wait(timeout=10)
-    wait_for(
-        lambda: not _processes_mentioning(str(data_dir)),
-        timeout_s=30,
-        message="the launcher's children to die with it",
-    )

@@ -10,6 +10,7 @@ from spark_log.client import _fetch_limit, _is_no_responders, _wants_more
 from spark_log.errors import (
     ExpectedOffsetMismatchError,
     NoRespondersError,
+    NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
     NotLeaderError,
     RecordTooLargeError,
@@ -24,6 +25,7 @@ from spark_log.wire import decode_ack, error_from_json
     [
         ("stream_paused", StreamPausedError),
         ("not_enough_replicas", NotEnoughReplicasError),
+        ("not_enough_replicas_after_append", NotEnoughReplicasAfterAppendError),
         ("not_leader", NotLeaderError),
         ("record_too_large", RecordTooLargeError),
         ("expected_offset_mismatch", ExpectedOffsetMismatchError),
@@ -78,3 +80,8 @@ def test_acks_are_built_directly_not_through_the_generic_model_parse(monkeypatch
     assert ack_from_wire("s", {"partition": 2, "offset": 7}, 5) == Ack("s", 2, 7, 5, False)
     batch = decode_ack(b'{"stream":"s","partition":0,"offset":3,"count":4,"duplicate":true}')
     assert ack_from_wire("s", batch, 1) == Ack("s", 0, 3, 4, True)
+
+
+def test_after_append_is_not_a_refusal_before_the_append():
+    """Code catching ``NotEnoughReplicasError`` may rely on nothing having been stored."""
+    assert not issubclass(NotEnoughReplicasAfterAppendError, NotEnoughReplicasError)

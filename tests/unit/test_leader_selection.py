@@ -10,6 +10,7 @@ from coordinator.leader_selection import (
     elect_offline,
     elect_on_broker_failure,
     elect_unclean,
+    lead_again_after_restart,
     leave_isr_after_data_loss,
 )
 from coordinator.znodes import NO_LEADER, PartitionState
@@ -249,3 +250,11 @@ def test_unclean_election_is_refused_while_a_clean_choice_exists():
         elect_unclean(state(1, (1, 2)), {1, 2, 3}, broker_id=3)
     with pytest.raises(ElectionNotNeededError, match="in-sync replica 2 is live"):
         elect_unclean(state(NO_LEADER, (1, 2), leader_epoch=5), {2, 3}, broker_id=3)
+
+
+def test_a_restarted_leader_leads_again_at_the_next_epoch():
+    before = state(2, (1, 2, 3), leader_epoch=4)
+    after = lead_again_after_restart(before, 2, led_epoch=4)
+    assert after == state(2, (1, 2, 3), leader_epoch=5)  # same leader, ISR, controller epoch
+    assert lead_again_after_restart(before, 1, led_epoch=4) is None  # not the leader
+    assert lead_again_after_restart(before, 2, led_epoch=3) is None  # the epoch moved on

@@ -8,6 +8,7 @@ from spark_log.errors import (
     ExpectedOffsetMismatchError,
     LiftlogError,
     NoRespondersError,
+    NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
     NotLeaderError,
     RecordTooLargeError,
@@ -24,12 +25,15 @@ from spark_log.publish_retry import (
 )
 
 
+@pytest.mark.parametrize("cls", [NoRespondersError, NotEnoughReplicasError])
 @pytest.mark.parametrize("has_msg_id", [False, True])
-def test_no_responders_stored_nothing_so_it_is_always_retried(has_msg_id):
-    assert is_retriable(NoRespondersError("x"), has_msg_id)
+def test_refusals_before_the_append_stored_nothing_so_they_are_always_retried(cls, has_msg_id):
+    assert is_retriable(cls("x"), has_msg_id)
 
 
-@pytest.mark.parametrize("cls", [NotLeaderError, RequestTimeoutError])
+@pytest.mark.parametrize(
+    "cls", [NotLeaderError, RequestTimeoutError, NotEnoughReplicasAfterAppendError]
+)
 def test_possibly_appended_failures_are_retried_only_with_a_msg_id(cls):
     assert not is_retriable(cls("x"), has_msg_id=False)
     assert is_retriable(cls("x"), has_msg_id=True)
@@ -38,7 +42,6 @@ def test_possibly_appended_failures_are_retried_only_with_a_msg_id(cls):
 @pytest.mark.parametrize(
     "cls",
     [
-        NotEnoughReplicasError,
         StreamPausedError,
         RecordTooLargeError,
         ExpectedOffsetMismatchError,
@@ -78,10 +81,25 @@ def test_no_retry_whose_wait_would_end_past_the_delivery_timeout():
 
 
 def test_a_non_retriable_failure_gets_no_delay():
-    assert _delay(NotEnoughReplicasError("x")) is None
+    assert _delay(NotEnoughReplicasAfterAppendError("x")) is None
     assert _delay(NotLeaderError("x")) is None
     assert _delay(NotLeaderError("x"), has_msg_id=True) == pytest.approx(0.05)
 
 
 def test_the_default_delivery_timeout_is_bounded():
     assert 0 < DEFAULT_DELIVERY_TIMEOUT_S <= 120
+
+
+def test_giving_up_after_a_try_that_may_have_stored_is_indeterminate():
+    """A timed-out try may have appended; a later retry's no_responders must not tell the
+    caller that nothing was stored (the caller would then publish again: a duplicate)."""
+    from spark_log.client import _raise_outcome
+
+    earlier = RequestTimeoutError("no ack in time")
+    with pytest.raises(RequestTimeoutError) as raised:
+        _raise_outcome(NoRespondersError("nothing listens"), earlier)
+    assert raised.value is earlier
+    with pytest.raises(NoRespondersError):
+        _raise_outcome(NoRespondersError("nothing listens"), None)
+    with pytest.raises(NotLeaderError):
+        _raise_outcome(NotLeaderError("moved"), earlier)

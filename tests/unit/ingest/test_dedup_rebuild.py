@@ -46,7 +46,7 @@ def log(tmp_path: Path) -> Iterator[PartitionLog]:
 def _write(log: PartitionLog, items: list[ProduceRequest], now_ms: int) -> None:
     """Append ``items`` as a leader would; the writer's own window is thrown away."""
     sequencer = Sequencer(SPEC, DedupWindow(WINDOW_MS, 100), _no_errors)
-    cycle = sequencer.sequence(items, log.log_end_offset, leader_epoch=0, now=now_ms)
+    cycle = sequencer.sequence(items, log.log_end_offset, leader_epoch=0, now=now_ms, isr_ok=True)
     log.append_many(cycle.batches)
 
 

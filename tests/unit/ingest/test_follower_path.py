@@ -29,7 +29,7 @@ class Hooks:
     def on_log_changed(self) -> None:
         self.events.append("changed")
 
-    def go_offline(self, reason: str) -> None:
+    def go_offline(self, reason: str, cause: BaseException | None = None) -> None:
         self.events.append(f"offline:{reason}")
 
 

@@ -6,6 +6,7 @@ replica; retention runs on a real log with tiny segments.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from ingest.retention_runner import RetentionRunner
 from spark_log.config import LogConfig
 from spark_log.errors import StorageError
 from spark_log.log import PartitionLog, build_record_batch, encode_batch
+from spark_log.log.errors import FsyncError
 from spark_log.stream_spec import StreamSpec
 from tests.unit.ingest.conftest import ManualClock
 
@@ -46,17 +48,28 @@ def test_only_the_interval_policy_flushes_on_a_timer(clock: ManualClock):
     assert not schedule.due(clock.now_ms()).flush
 
 
+def _no_space() -> StorageError:
+    """A StorageError raised from ENOSPC, as the log raises it on a full disk."""
+    try:
+        raise StorageError("disk full") from OSError(errno.ENOSPC, "No space left on device")
+    except StorageError as exc:
+        return exc
+
+
 class RecordingLog:
-    def __init__(self, fail: bool = False) -> None:
+    def __init__(self, fail: bool = False, checkpoint_error: StorageError | None = None) -> None:
         self.calls: list[str] = []
         self.fail = fail
+        self.checkpoint_error = checkpoint_error
 
     def flush(self) -> None:
         if self.fail:
-            raise StorageError("disk gone")
+            raise FsyncError("disk gone") from OSError(errno.ENOSPC, "No space left on device")
         self.calls.append("flush")
 
     def checkpoint_high_watermark(self) -> None:
+        if self.checkpoint_error is not None:
+            raise self.checkpoint_error
         self.calls.append("checkpoint")
 
 
@@ -64,14 +77,17 @@ class RecordingReplica:
     def __init__(self, log: RecordingLog) -> None:
         self.open_log = log
         self.offline_reason: str | None = None
+        self.offline_cause: BaseException | None = None
+        self.storage_stalled = False
         self.isr_checks = 0
         self.expired_at: list[int] = []
 
     async def maintain_isr(self) -> None:
         self.isr_checks += 1
 
-    def go_offline(self, reason: str) -> None:
+    def go_offline(self, reason: str, cause: BaseException | None = None) -> None:
         self.offline_reason = reason
+        self.offline_cause = cause
 
     def expire_dedup(self, now_ms: int) -> None:
         self.expired_at.append(now_ms)
@@ -111,15 +127,59 @@ async def test_runner_runs_due_steps_then_checks_isr_and_expires_dedup(clock: Ma
     assert log.calls == ["flush", "checkpoint"]
 
 
-async def test_a_failing_step_takes_the_replica_offline(clock: ManualClock):
+async def test_a_failing_fsync_takes_the_replica_offline_and_never_as_a_full_disk(
+    clock: ManualClock,
+):
     replica = RecordingReplica(RecordingLog(fail=True))
     runner = MaintenanceRunner(replica, CONFIG, _no_retention(), clock)  # type: ignore[arg-type]
     clock.advance(100)
     await runner.run_once()
-    assert replica.offline_reason == "log maintenance failed: disk gone"
+    assert replica.offline_reason == "log fsync failed: disk gone"
+    assert replica.offline_cause is None, "an fsync failure must never be offered as a stall"
     assert replica.expired_at == []
     await runner.run_once()  # offline: nothing more runs
     assert replica.isr_checks == 0
+
+
+async def test_a_full_disk_at_a_checkpoint_is_offered_as_the_cause(clock: ManualClock):
+    no_space = _no_space()
+    replica = RecordingReplica(RecordingLog(checkpoint_error=no_space))
+    runner = MaintenanceRunner(replica, CONFIG, _no_retention(), clock)  # type: ignore[arg-type]
+    clock.advance(1_000)
+    await runner.run_once()
+    assert replica.offline_reason == "log maintenance failed: disk full"
+    assert replica.offline_cause is no_space
+
+
+class CountingRetention:
+    """Stands in for ``RetentionRunner``: counts rounds."""
+
+    def __init__(self) -> None:
+        self.rounds = 0
+
+    async def apply(self) -> int:
+        self.rounds += 1
+        return 0
+
+
+async def test_a_replica_stalled_by_a_full_disk_still_runs_retention_only(clock: ManualClock):
+    log = RecordingLog()
+    replica = RecordingReplica(log)
+    replica.offline_reason, replica.storage_stalled = "disk full", True
+    retention = CountingRetention()
+    runner = MaintenanceRunner(replica, CONFIG, retention, clock)  # type: ignore[arg-type]
+    clock.advance(4_999)
+    await runner.run_once()
+    assert retention.rounds == 0, "not due yet"
+    clock.advance(1)
+    await runner.run_once()
+    await runner.run_once()
+    assert retention.rounds == 1, "once per retention interval, as when serving"
+    assert (log.calls, replica.isr_checks, replica.expired_at) == ([], 0, [])
+    replica.storage_stalled = False  # offline for good: not even retention
+    clock.advance(5_000)
+    await runner.run_once()
+    assert retention.rounds == 1
 
 
 @pytest.fixture

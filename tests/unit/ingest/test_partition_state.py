@@ -73,6 +73,38 @@ def test_fencing_stops_leadership_and_reports_only_a_new_fence(clock):
     assert p.is_leader and p.write_refusal() is None
 
 
+def test_a_refused_isr_write_fences_until_a_newer_state_is_read(clock):
+    """The state moved under the leader's ISR write (the controller dropped a dead
+    follower): the leader stops acknowledging, and resumes once the reconcile has read a
+    newer version naming it leader at the same epoch (it never did: it stayed fenced)."""
+    p = _partition()
+    _lead(p, clock)  # version 7
+    assert p.fence_for_isr("ISR write failed", sent_version=7) is True
+    assert not p.is_leader
+    assert p.lift_isr_fence() is False  # nothing newer read yet
+    assert p.observe(_state(1, 5, isr=(1,)), version=9) is True
+    assert p.lift_isr_fence() is True
+    assert p.is_leader and p.isr == [1]
+
+
+def test_a_newer_state_read_while_the_isr_write_was_in_flight_lifts_at_once(clock):
+    p = _partition()
+    _lead(p, clock)
+    p.observe(_state(1, 5, isr=(1, 3)), version=8)  # applied while the write (at 7) flew
+    assert p.fence_for_isr("ISR write failed", sent_version=7) is False
+    assert p.is_leader
+
+
+def test_a_session_fence_is_not_lifted_by_a_reread(clock):
+    p = _partition()
+    _lead(p, clock)
+    p.fence_for_isr("ISR write failed", sent_version=7)
+    p.fence("ZooKeeper session lost")
+    p.observe(_state(1, 5), version=9)
+    assert p.lift_isr_fence() is False
+    assert not p.is_leader
+
+
 def test_offline_refuses_writes_and_ends_lake_commits(clock):
     p = _partition()
     _lead(p, clock)
@@ -131,3 +163,18 @@ def test_a_single_replica_partition_never_changes_its_isr(clock):
     p.enter(state)
     clock.advance(10 * MAX_LAG_MS)
     assert p.isr_change(0, clock.now_ms(), MAX_LAG_MS) is None
+
+
+def test_a_follower_the_controller_removed_must_fetch_again_to_rejoin(clock):
+    """The controller drops a dead follower from the ISR while its last fetch is still inside
+    the lag window: that old fetch must not vote it straight back in."""
+    p = _partition()
+    _lead(p, clock)
+    p.record_follower_fetch(3, fetch_offset=0, leader_leo=0, now_ms=clock.now_ms())
+    p.record_follower_fetch(2, fetch_offset=0, leader_leo=0, now_ms=clock.now_ms())
+    assert p.observe(_state(1, 5, isr=(1, 2)), version=8) is True  # the controller removed 3
+    clock.advance(100)
+    assert p.isr_change(high_watermark=0, now_ms=clock.now_ms(), max_lag_ms=MAX_LAG_MS) is None
+    p.record_follower_fetch(3, fetch_offset=0, leader_leo=0, now_ms=clock.now_ms())
+    change = p.isr_change(high_watermark=0, now_ms=clock.now_ms(), max_lag_ms=MAX_LAG_MS)
+    assert change is not None and change.new_isr == [1, 2, 3]

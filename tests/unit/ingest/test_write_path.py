@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,26 +39,36 @@ class Msg:
 
 
 class Hooks:
-    """The replica's side of the write path: the HW follows the LEO (a sole replica)."""
+    """The replica's side of the write path: the HW follows the LEO (as if every follower
+    had fetched at once) unless |ISR| < min ISR, when it holds like a real leader's."""
 
-    def __init__(self, log: PartitionLog) -> None:
+    def __init__(self, log: PartitionLog, partition: Partition) -> None:
         self.log = log
+        self.partition = partition
         self.path: LeaderWritePath | None = None
         self.appended: list[int] = []
         self.offline: str | None = None
         self.subjects_elsewhere: set[str] = set()
+        self.during_append: Callable[[], None] | None = None
+        """Runs where followers are told of an append: before the writer routes its acks."""
+        self.hold_hw = False
+        """True: the followers have not fetched yet, so the HW stays where it is."""
 
     def advance_high_watermark(self) -> None:
+        if self.hold_hw or not self.partition.isr_ok:
+            return
         if self.log.log_end_offset > self.log.high_watermark:
             self.log.set_high_watermark(self.log.log_end_offset)
             if self.path is not None:
                 self.path.release(self.log.high_watermark)
 
-    def go_offline(self, reason: str) -> None:
+    def go_offline(self, reason: str, cause: BaseException | None = None) -> None:
         self.offline = reason
 
     def on_appended(self, batches: list[bytes]) -> None:
         self.appended.append(len(batches))
+        if self.during_append is not None:
+            self.during_append()
 
     def on_cycle_written(self, start: int, end: int, size_bytes: int) -> None:
         pass
@@ -97,7 +107,7 @@ async def rig(tmp_path: Path, clock: ManualClock) -> AsyncIterator[Rig]:
     async def publish(subject: str, payload: bytes) -> None:
         sent.append((subject, payload))
 
-    hooks = Hooks(log)
+    hooks = Hooks(log, partition)
     metrics = NodeMetrics()
     path = LeaderWritePath(
         spec=SPEC,
@@ -230,3 +240,71 @@ def test_the_dedup_window_has_one_owner(rig: Rig):
     window = DedupWindow(60_000, 10)
     rig.path.replace_dedup(window)
     assert rig.path.dedup is window and rig.path._sequencer.dedup is window
+
+
+def _short_isr(partition: Partition) -> None:
+    """Two replicas required, one in sync: acks=all cannot be granted."""
+    partition.min_isr = 2
+    partition.apply_isr([1], partition.state_version)
+
+
+async def test_a_short_isr_refuses_acks_all_before_the_append_and_keeps_the_rest(rig: Rig):
+    _short_isr(rig.partition)
+    # no await yields between these: both land in one writer cycle
+    await rig.path.on_message(Msg("orders.in", "r1", b"refused"))
+    await rig.path.on_message(Msg("orders.in", "r2", b"kept", {"Liftlog-Ack": "leader"}))
+    await eventually(lambda: rig.acks("r1") and rig.acks("r2"), what="both acks")
+    assert rig.acks("r1")[0]["error"]["code"] == "not_enough_replicas"
+    assert rig.acks("r2") == [{"stream": "orders", "partition": 0, "offset": 0}]
+    values = [r.value for r in records_from_batches(rig.log.read(0, 1 << 20), 0, 1, 10)]
+    assert values == [b"kept"] and rig.log.log_end_offset == 1
+
+
+async def test_a_short_isr_refuses_a_producer_batch_and_a_rest_publish(rig: Rig):
+    from spark_log.errors import NotEnoughReplicasError
+
+    _short_isr(rig.partition)
+    batch = Msg("orders.in", "r1", _arrow([b"a", b"b"]), {"Liftlog-Batch": "arrow"})
+    await rig.path.on_message(batch)
+    await eventually(lambda: rig.acks("r1"), what="the batch's refusal")
+    assert rig.acks("r1")[0]["error"]["code"] == "not_enough_replicas"
+    with pytest.raises(NotEnoughReplicasError):
+        await rig.path.produce([ProduceRequest("orders.in", None, "all", None, None, value=b"v")])
+    assert rig.log.log_end_offset == 0
+
+
+async def test_an_isr_shrinking_during_the_append_refuses_after_it(rig: Rig):
+    """The check before the append passed; the ISR fell below min ISR while the cycle was
+    being appended: the record is stored, uncommitted, and refused with its own code."""
+    rig.partition.min_isr = 2
+    rig.partition.apply_isr([1, 2], rig.partition.state_version)
+    hooks = rig.path._hooks  # the rig's Hooks
+    hooks.during_append = lambda: rig.partition.apply_isr([1], rig.partition.state_version)
+    await rig.path.on_message(Msg("orders.in", "r1", b"raced"))
+    await eventually(lambda: rig.acks("r1"), what="the refusal")
+    assert rig.acks("r1")[0]["error"]["code"] == "not_enough_replicas_after_append"
+    assert (rig.log.log_end_offset, rig.log.high_watermark) == (1, 0)
+    rig.partition.apply_isr([1, 2], rig.partition.state_version)
+    hooks.advance_high_watermark()
+    assert rig.log.high_watermark == 1  # healed: the refused record is committed after all
+
+
+async def test_a_parked_acks_all_keeps_waiting_when_the_isr_shrinks(rig: Rig):
+    """As in Kafka, a shrink does not fail what is parked: it is acked once the ISR heals."""
+    rig.partition.min_isr = 2
+    rig.partition.apply_isr([1, 2], rig.partition.state_version)
+    hooks = rig.path._hooks  # the rig's Hooks
+    hooks.hold_hw = True  # the follower has not fetched the record yet
+    await rig.path.on_message(Msg("orders.in", "r1", b"parked"))
+    await eventually(lambda: len(rig.path._acks.purgatory) == 1, what="the request parked")
+    rig.partition.apply_isr([1], rig.partition.state_version)
+    await rig.path.on_message(Msg("orders.in", "r2", b"refused"))
+    await eventually(lambda: rig.acks("r2"), what="the refusal of the next one")
+    assert rig.acks("r2")[0]["error"]["code"] == "not_enough_replicas"
+    assert rig.acks("r1") == [] and len(rig.path._acks.purgatory) == 1
+    rig.partition.apply_isr([1, 2], rig.partition.state_version)
+    hooks.hold_hw = False
+    hooks.advance_high_watermark()
+    await rig.path.send_acks()
+    assert rig.acks("r1") == [{"stream": "orders", "partition": 0, "offset": 0}]
+    assert rig.log.log_end_offset == 1

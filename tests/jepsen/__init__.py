@@ -1,0 +1,1 @@
+"""Jepsen-style fault suite: real clusters, proxied links, process and disk faults."""
