@@ -317,6 +317,7 @@ class PartitionReplica:
         await self._leave_role()
         role = self.state.enter(state)
         if role == ROLE_LEADER:
+            self.state.lift_isr_fence()  # a newer state (a new epoch) is the re-read it awaited
             await self._become_leader(nc, paused, cluster)
         elif role == ROLE_FOLLOWER:
             self._fetcher = ReplicaFetcher(self.follower_path, nc, cluster)

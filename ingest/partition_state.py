@@ -224,6 +224,9 @@ class Partition:
         self.isr = new_isr
 
     def apply_isr(self, isr: tuple[int, ...] | list[int], version: int) -> None:
-        """The ISR ZooKeeper accepted, with its new znode version."""
+        """The ISR ZooKeeper accepted, with its new znode version; an answer older than the
+        state a reconcile applied meanwhile (a write that found nothing to change) is ignored."""
+        if version < self.state_version:
+            return
         self._take_isr(isr)
         self.state_version = version

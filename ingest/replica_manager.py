@@ -12,6 +12,7 @@ back into the ISR. Its log keeps the loss until then, across restarts.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import shutil
@@ -97,8 +98,8 @@ class ReplicaManager:
         # Replicas with a recovery loss that this incarnation took out of the ISR: back in
         # the ISR from then on means the leader saw them catch up.
         self._left_isr: set[tuple[str, int]] = set()
-        # partitions whose leadership this process checked for an earlier incarnation's epoch
-        self._restart_checked: set[tuple[str, int]] = set()
+        # replicas an earlier incarnation held, until their leadership has been checked
+        self._restart_pending: set[tuple[str, int]] = set()
         rate = config.reassignment_throttle_bytes_per_s
         self._throttle = ReplicationThrottle(rate) if rate > 0 else None
         self._adding: set[tuple[str, int]] = set()
@@ -192,11 +193,13 @@ class ReplicaManager:
         }
 
     async def _ensure(self, key: tuple[str, int], view: StreamView, state: PartitionState) -> None:
+        if key not in self.replicas and partition_dir(self._data_dir, view.record, key[1]).exists():
+            self._restart_pending.add(key)  # an earlier incarnation of this broker held it
         replica = await self._open_replica(key, view, state)
         state, version = await self._guard_lost_data(key, replica, state, view.versions[key[1]])
-        if key not in self._restart_checked:
+        if key in self._restart_pending:
             state, version = await self._guard_restarted_leadership(key, replica, state, version)
-            self._restart_checked.add(key)
+            self._restart_pending.discard(key)
         throttled = key in self._adding  # set before a new follower's fetcher starts
         replica.follower_path.reassignment_throttle = self._throttle if throttled else None
         await replica.apply_state(state, version, self._nats(), view.record.paused, self.cluster)
@@ -256,13 +259,15 @@ class ReplicaManager:
     async def _guard_restarted_leadership(
         self, key: tuple[str, int], replica: PartitionReplica, state: PartitionState, version: int
     ) -> tuple[PartitionState, int]:
-        """The state to lead from when this process finds itself leader of an epoch its log
-        already wrote in: an earlier incarnation led it, so it leads again at a new epoch
+        """The state to lead from when this process, holding a replica an earlier incarnation
+        held, finds itself named leader: that incarnation may have led this very epoch and
+        lost an unflushed tail its followers copied (recovery may even have cut every record
+        of the epoch, so the log's epochs cannot tell), so it leads again at a new epoch
         (``coordinator.isr.bump_epoch_after_restart``). A lost race leaves the replica
         without a role: UnavailableError, and the reconcile is retried."""
         log_ = replica.open_log
         me = self.config.broker_id
-        if log_ is None or state.leader != me or log_.latest_epoch != state.leader_epoch:
+        if log_ is None or state.leader != me:
             return state, version
         try:
             bumped, new_version = await asyncio.to_thread(
@@ -274,7 +279,7 @@ class ReplicaManager:
             ) from exc
         except (StreamNotFoundError, PartitionNotFoundError):
             return state, version  # deleted meanwhile: the next reconcile removes the replica
-        if bumped.leader_epoch == state.leader_epoch:
+        if bumped != dataclasses.replace(state, leader_epoch=state.leader_epoch + 1):
             return bumped, new_version  # the state moved on meanwhile: nothing was written
         log.warning(
             "%s/%d: restarted as the leader of epoch %d, which it already wrote in: leading "

@@ -40,7 +40,12 @@ from spark_log.errors import (
 )
 from spark_log.log import Record
 from spark_log.nats_io import widen_read_buffer
-from spark_log.publish_retry import DEFAULT_DELIVERY_TIMEOUT_S, retry_delay, stored_nothing
+from spark_log.publish_retry import (
+    DEFAULT_DELIVERY_TIMEOUT_S,
+    possibly_stored,
+    retry_delay,
+    stored_nothing,
+)
 from spark_log.rest import DEFAULT_SERVER, RestClient
 from spark_log.stream_spec import StreamSpec
 from spark_log.wire import (
@@ -616,9 +621,10 @@ def ack_from_wire(stream: str, body: Mapping[str, Any], count: int = 1) -> Ack:
 
 
 def _raise_outcome(last: LiftlogError, maybe_stored: LiftlogError | None) -> NoReturn:
-    """Give up with ``last``, unless it says "nothing stored" while an earlier try of the same
-    publish may have appended (then that earlier, indeterminate error is the honest answer)."""
-    if maybe_stored is not None and stored_nothing(last):
+    """Give up with ``last``, unless it is a refusal of this try alone while an earlier try of
+    the same publish may have appended (then that earlier, indeterminate error is the honest
+    answer: a retry refused as ``stream_paused`` says nothing about the first try)."""
+    if maybe_stored is not None and not possibly_stored(last):
         maybe_stored.add_note(f"the last retry then failed with {last.code}: {last}")
         raise maybe_stored from last
     raise last

@@ -49,11 +49,17 @@ def stored_nothing(exc: LiftlogError) -> bool:
     return isinstance(exc, NoRespondersError | NotEnoughReplicasError)
 
 
+def possibly_stored(exc: LiftlogError) -> bool:
+    """Whether this one try may have appended the record (its outcome is unknown or the
+    refusal came after the append)."""
+    return isinstance(exc, NotLeaderError | RequestTimeoutError | NotEnoughReplicasAfterAppendError)
+
+
 def is_retriable(exc: LiftlogError, has_msg_id: bool) -> bool:
     """Whether publishing again cannot store the record twice (see the module docstring)."""
     if stored_nothing(exc):
         return True  # refused before anything was appended
-    if isinstance(exc, NotLeaderError | RequestTimeoutError | NotEnoughReplicasAfterAppendError):
+    if possibly_stored(exc):
         return has_msg_id  # possibly appended: only dedup makes publishing again safe
     return False
 

@@ -6,10 +6,12 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
+from typing import Any
 
 import httpx
 import pytest
 
+from liftlog.embedded.node import NodeProcess
 from spark_log.client import Client
 from spark_log.errors import LiftlogError, NotEnoughReplicasError
 from tests.fault.acked_load import AckedLoad
@@ -23,6 +25,20 @@ ACKED_PER_ROUND = 300
 def _describe(node, stream: str) -> dict:
     with httpx.Client(base_url=node.api_url, timeout=10) as api:
         return api.get(f"/v1/streams/{stream}").json()["partitions"][0]
+
+
+def _create_stream_find_leader(
+    nodes: list[NodeProcess], stream: str, **spec: Any
+) -> tuple[NodeProcess, list[NodeProcess]]:
+    """Create ``stream`` through the first node; its partition 0 leader and the other nodes.
+
+    The controller picks the leader, and a fault test must know which process it hurts.
+    """
+    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
+        created = create_stream(api, stream, **spec)
+    leader_id = created["partitions"][0]["leader"]
+    leader = next(n for n in nodes if n.broker_id == leader_id)
+    return leader, [n for n in nodes if n is not leader]
 
 
 def _all_records(node, stream: str) -> list[dict]:
@@ -139,11 +155,10 @@ async def test_leader_kill9_five_times_in_a_row(make_node, stream_name):
 
 async def test_min_isr_refuses_acks_all_and_holds_the_hw(make_node, stream_name):
     nodes = [make_node(i, replica_lag_time_max_s=1.5) for i in (1, 2)]
-    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
-        created = create_stream(api, stream_name, replication_factor=2, min_isr=2)
-    leader_id = created["partitions"][0]["leader"]
-    leader = next(n for n in nodes if n.broker_id == leader_id)
-    follower = next(n for n in nodes if n.broker_id != leader_id)
+    leader, (follower,) = _create_stream_find_leader(
+        nodes, stream_name, replication_factor=2, min_isr=2
+    )
+    leader_id = leader.broker_id
     # no retries: the refusal itself is under test (the client retries it by default)
     async with Client(leader.api_url, ack_timeout_s=5, delivery_timeout_s=0) as client:
         ok = await client.publish(stream_name, b"both-up")
@@ -174,11 +189,10 @@ async def test_a_min_isr_refusal_stores_nothing_and_a_retry_stores_once(make_nod
     before the append, so after the ISR heals the log does not hold it, and publishing it
     again (by hand, or by the client's own retries riding out the outage) stores it once."""
     nodes = [make_node(i, replica_lag_time_max_s=1.5) for i in (1, 2, 3)]
-    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
-        created = create_stream(api, stream_name, replication_factor=3, min_isr=2)
-    leader_id = created["partitions"][0]["leader"]
-    leader = next(n for n in nodes if n.broker_id == leader_id)
-    followers = [n for n in nodes if n is not leader]
+    leader, followers = _create_stream_find_leader(
+        nodes, stream_name, replication_factor=3, min_isr=2
+    )
+    leader_id = leader.broker_id
     servers = ",".join(n.api_url for n in nodes)
     async with (
         Client(servers, ack_timeout_s=5, delivery_timeout_s=0) as once,
@@ -315,11 +329,10 @@ def test_offline_partition_needs_explicit_unclean_election(make_node, stream_nam
     import sys
 
     nodes = [make_node(i, replica_lag_time_max_s=1.5) for i in (1, 2)]
-    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
-        created = create_stream(api, stream_name, replication_factor=2, min_isr=1)
-    leader_id = created["partitions"][0]["leader"]
-    leader = next(n for n in nodes if n.broker_id == leader_id)
-    follower = next(n for n in nodes if n is not leader)
+    leader, (follower,) = _create_stream_find_leader(
+        nodes, stream_name, replication_factor=2, min_isr=1
+    )
+    leader_id = leader.broker_id
     url = f"/v1/streams/{stream_name}/partitions/0/records"
     with httpx.Client(base_url=leader.api_url, timeout=30) as api:
         api.post(url, json={"records": [{"value": "kept"}]}, params={"encoding": "utf-8"})
@@ -468,11 +481,8 @@ def test_follower_with_wiped_log_catches_up_and_rejoins(make_node, stream_name):
     from pathlib import Path
 
     nodes = [make_node(i, replica_lag_time_max_s=2.0) for i in (1, 2, 3)]
-    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
-        created = create_stream(api, stream_name, replication_factor=3)
-    leader_id = created["partitions"][0]["leader"]
-    leader = next(n for n in nodes if n.broker_id == leader_id)
-    victim = next(n for n in nodes if n is not leader)
+    leader, followers = _create_stream_find_leader(nodes, stream_name, replication_factor=3)
+    victim = followers[0]
     url = f"/v1/streams/{stream_name}/partitions/0/records"
     with httpx.Client(base_url=leader.api_url, timeout=30) as api:
         api.post(

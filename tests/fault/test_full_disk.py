@@ -26,6 +26,7 @@ from liftlog.embedded.node import NodeProcess
 from spark_log.client import Client
 from spark_log.config import LogConfig
 from spark_log.errors import LiftlogError
+from tests.fault.rest_records import read_all_records
 from tests.integration.conftest import NodeFactory, _node_factory, create_stream
 from tests.waiting import wait_for, wait_for_async
 
@@ -172,16 +173,9 @@ def _metric(api: httpx.Client, line_start: str) -> float | None:
 
 
 def _read_all(api: httpx.Client, stream: str) -> dict[str, int]:
-    records, offset = {}, 0
-    while True:
-        body = api.get(
-            f"/v1/streams/{stream}/partitions/0/records",
-            params={"offset": offset, "max_records": 1000, "encoding": "utf-8"},
-        ).json()
-        if not body["records"]:
-            return records
-        records.update({r["value"]: r["offset"] for r in body["records"]})
-        offset = body["next_offset"]
+    """Value -> offset of every stored record; a value stored twice keeps its last offset."""
+    records = read_all_records(api, stream, max_records=1000)
+    return {r["value"]: r["offset"] for r in records}
 
 
 async def test_partition_takes_writes_again_once_space_is_freed(full_disk_node, stream_name):

@@ -11,6 +11,7 @@ import httpx
 from spark_log.client import Client
 from spark_log.config import LogConfig
 from spark_log.errors import LiftlogError
+from tests.fault.rest_records import read_all_records
 from tests.integration.conftest import create_stream
 from tests.waiting import wait_for
 
@@ -39,19 +40,6 @@ async def _publisher(
             enough.set()
 
 
-def _read_all(api: httpx.Client, stream: str) -> list[dict]:
-    records, offset = [], 0
-    while True:
-        body = api.get(
-            f"/v1/streams/{stream}/partitions/0/records",
-            params={"offset": offset, "max_records": 10000, "encoding": "utf-8"},
-        ).json()
-        if not body["records"]:
-            return records
-        records.extend(body["records"])
-        offset = body["next_offset"]
-
-
 async def test_kill9_while_publishing_loses_nothing_acknowledged(make_node, stream_name):
     node = make_node(log=LogConfig(fsync="always", segment_bytes=256 * 1024))
     with httpx.Client(base_url=node.api_url, timeout=30) as api:
@@ -71,7 +59,7 @@ async def test_kill9_while_publishing_loses_nothing_acknowledged(make_node, stre
     assert not node.is_running()
     node.start()
     with httpx.Client(base_url=node.api_url, timeout=30) as api:
-        records = _read_all(api, stream_name)
+        records = read_all_records(api, stream_name)
     by_value = {r["value"]: r["offset"] for r in records}
     counts = Counter(r["value"] for r in records)
     assert [r["offset"] for r in records] == list(range(len(records)))  # dense

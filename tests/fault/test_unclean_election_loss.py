@@ -13,8 +13,7 @@ import sys
 
 import httpx
 
-from tests.fault.test_failover import _all_records, _describe
-from tests.integration.conftest import create_stream
+from tests.fault.test_failover import _all_records, _create_stream_find_leader, _describe
 from tests.waiting import wait_for
 
 ALONE = 3
@@ -59,11 +58,10 @@ def _cli_dry_run(node, stream: str) -> str:
 
 def test_dry_run_says_the_loss_is_unknowable_after_a_lone_leader_dies(make_node, stream_name):
     nodes = [make_node(i, replica_lag_time_max_s=1.5) for i in (1, 2)]
-    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
-        created = create_stream(api, stream_name, replication_factor=2, min_isr=1)
-    leader_id = created["partitions"][0]["leader"]
-    leader = next(n for n in nodes if n.broker_id == leader_id)
-    follower = next(n for n in nodes if n is not leader)
+    leader, (follower,) = _create_stream_find_leader(
+        nodes, stream_name, replication_factor=2, min_isr=1
+    )
+    leader_id = leader.broker_id
     with httpx.Client(base_url=leader.api_url, timeout=30) as api:
         assert _post(api, stream_name, "kept") == 0
         wait_for(lambda: _replicated(leader, follower, stream_name, 1), 20)
@@ -123,11 +121,10 @@ def test_dry_run_counts_the_loss_exactly_while_the_old_leader_answers(make_node,
     reassignment adds, held back by the throttle): the leader's own LEO gives the exact loss,
     and electing that replica once the leader is dead loses exactly that many records."""
     nodes = [make_node(i, reassignment_throttle_bytes_per_s=1) for i in (1, 2)]
-    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
-        created = create_stream(api, stream_name, replication_factor=1, min_isr=1)
-    leader_id = created["partitions"][0]["leader"]
-    leader = next(n for n in nodes if n.broker_id == leader_id)
-    behind = next(n for n in nodes if n is not leader)
+    leader, (behind,) = _create_stream_find_leader(
+        nodes, stream_name, replication_factor=1, min_isr=1
+    )
+    leader_id = leader.broker_id
     with httpx.Client(base_url=leader.api_url, timeout=30) as api:
         assert _post(api, stream_name, "kept") == 0
         _reassign(leader, stream_name, [leader_id, behind.broker_id])

@@ -74,10 +74,10 @@ def check(
     result = CheckResult(levels, attempts=len(attempts))
     result.outcomes = dict(Counter(a.outcome for a in attempts))
     partitions = by_partition(replicas)
-    committed = {
-        p: committed_ids(_leader_of(p, states, leaders)) for p, states in partitions.items()
-    }
-    check_acknowledged(result, attempts, committed, levels)
+    final = {p: _leader_of(result, p, states, leaders) for p, states in partitions.items()}
+    committed = {p: committed_ids(state) for p, state in final.items()}
+    uncommitted = {p: uncommitted_ids(state) for p, state in final.items()}
+    check_acknowledged(result, attempts, committed, levels, uncommitted)
     check_failed_but_stored(result, attempts, committed)
     for states in partitions.values():
         check_duplicates(result, states)
@@ -91,11 +91,28 @@ def check(
 
 
 def _leader_of(
-    partition: int, states: Sequence[ReplicaState], leaders: Mapping[int, int] | None
+    result: CheckResult,
+    partition: int,
+    states: Sequence[ReplicaState],
+    leaders: Mapping[int, int] | None,
 ) -> ReplicaState:
-    if leaders is not None and partition in leaders:
-        return next(s for s in states if s.broker_id == leaders[partition])
-    return final_leader(states)
+    """The named final leader's replica. With ``leaders`` given, a partition it does not name
+    (offline at the end, or nobody answered) is a violation: the fallback below is a guess
+    that could hide a loss, so the run cannot pass on it."""
+    if leaders is None:
+        return final_leader(states)
+    named = [s for s in states if s.broker_id == leaders.get(partition)]
+    if not named:
+        result.anomaly(r.LEADER_UNKNOWN, violation=True).add(
+            {"partition": partition, "named": leaders.get(partition)}
+        )
+        return final_leader(states)
+    return named[0]
+
+
+def uncommitted_ids(state: ReplicaState) -> set[tuple[int, str]]:
+    """(offset, record id) of the records at or above the replica's HW."""
+    return {(o, record_id_of(p)) for o, p in state.records if o >= state.high_watermark}
 
 
 def check_acknowledged(
@@ -103,8 +120,11 @@ def check_acknowledged(
     attempts: Sequence[Attempt],
     committed: Mapping[int, OffsetsById],
     levels: Sequence[str],
+    uncommitted: Mapping[int, set[tuple[int, str]]] | None = None,
 ) -> None:
-    """Each acknowledged record must be committed at its acked offset."""
+    """Each acknowledged record must be committed at its acked offset. One the final leader
+    holds at that offset above its HW (the run ended before the HW caught up; a leader never
+    truncates its own log) is information, not a loss."""
     for attempt in attempts:
         must = attempt.acks in levels
         for rid, partition, offset in attempt.acked_offsets():
@@ -112,7 +132,9 @@ def check_acknowledged(
             result.acknowledged += must
             offsets = committed.get(partition, {}).get(rid)
             example = {"id": rid, "partition": partition, "offset": offset, "attempt": attempt.id}
-            if not offsets:
+            if not offsets and (offset, rid) in (uncommitted or {}).get(partition, set()):
+                result.anomaly(r.ACKED_UNCOMMITTED, violation=False).add(example)
+            elif not offsets:
                 _bump(result.lost_by_acks, attempt.acks)
                 result.anomaly(r.LOST if must else r.LOST_WEAK, violation=must).add(example)
             elif offset not in offsets:

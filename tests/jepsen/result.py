@@ -25,6 +25,8 @@ GAPS = "gaps"
 DIVERGENT = "divergent"
 UNKNOWN = "unknown_records"
 FAILED_BUT_STORED = "failed_but_stored"
+LEADER_UNKNOWN = "final_leader_unknown"  # a violation: nothing to judge the records against
+ACKED_UNCOMMITTED = "acked_uncommitted_at_end"  # information: in the leader's log above its HW
 
 
 @dataclass

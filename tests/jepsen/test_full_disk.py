@@ -15,13 +15,20 @@ from tests.jepsen.full_disk import TmpfsMount, TmpfsUnavailableError, fill_disk,
 SMALL_DISK_BYTES = 2 * 1024 * 1024
 
 
-@pytest.fixture
-def small_disk(temp_dir: Path) -> Iterator[Path]:
-    disk = TmpfsMount(temp_dir / "disk", SMALL_DISK_BYTES)
+def _mount_or_skip(path: Path) -> TmpfsMount:
+    """A small tmpfs mounted at ``path``; the test skips where tmpfs cannot be mounted (no
+    root), since there is then no real disk to fill."""
+    disk = TmpfsMount(path, SMALL_DISK_BYTES)
     try:
         disk.mount()
     except TmpfsUnavailableError as exc:
         pytest.skip(f"no tmpfs here: {exc}")
+    return disk
+
+
+@pytest.fixture
+def small_disk(temp_dir: Path) -> Iterator[Path]:
+    disk = _mount_or_skip(temp_dir / "disk")
     try:
         yield disk.path
     finally:
@@ -40,11 +47,7 @@ def test_fill_then_free(small_disk: Path) -> None:
 
 
 def test_unmount_leaves_the_directory_unmounted(temp_dir: Path) -> None:
-    disk = TmpfsMount(temp_dir / "disk", SMALL_DISK_BYTES)
-    try:
-        disk.mount()
-    except TmpfsUnavailableError as exc:
-        pytest.skip(f"no tmpfs here: {exc}")
+    disk = _mount_or_skip(temp_dir / "disk")
     try:
         assert os.path.ismount(disk.path)
     finally:

@@ -20,6 +20,9 @@ from tests.waiting import wait_for
 QUIET_WINDOW_S = 0.3  # "nothing arrives within this": short, the proxy is local
 IO_TIMEOUT_S = 5.0
 
+Link = tuple[socket.socket, socket.socket]
+"""A client socket and the target's end of the same proxied connection."""
+
 
 class Target:
     """A listening socket whose accepted connections the test reads and writes itself."""
@@ -85,14 +88,18 @@ def connect(proxy: LinkProxy, sockets: list[socket.socket]) -> socket.socket:
     return s
 
 
-def linked(
-    proxy: LinkProxy, target: Target, sockets: list[socket.socket]
-) -> tuple[socket.socket, socket.socket]:
+def linked(proxy: LinkProxy, target: Target, sockets: list[socket.socket]) -> Link:
     """A client socket and the target's end of the same proxied connection."""
     client = connect(proxy, sockets)
     server = target.next_connection()
     sockets.append(server)
     return client, server
+
+
+@pytest.fixture
+def link(proxy: LinkProxy, target: Target, sockets: list[socket.socket]) -> Link:
+    """The one proxied connection most tests start from: (client, the target's end)."""
+    return linked(proxy, target, sockets)
 
 
 def recv_exactly(s: socket.socket, n: int) -> bytes:
@@ -103,6 +110,12 @@ def recv_exactly(s: socket.socket, n: int) -> bytes:
             raise ConnectionError(f"closed after {data!r}")
         data += chunk
     return data
+
+
+def assert_forwards(sender: socket.socket, receiver: socket.socket, data: bytes) -> None:
+    """``data`` sent on one end arrives, whole and unchanged, at the other end of the link."""
+    sender.sendall(data)
+    assert recv_exactly(receiver, len(data)) == data
 
 
 def assert_silent(s: socket.socket) -> None:
@@ -129,21 +142,20 @@ def assert_new_connection_reset(proxy: LinkProxy, sockets: list[socket.socket]) 
     assert_reset(fresh)
 
 
-def test_pass_forwards_both_ways(
-    proxy: LinkProxy, target: Target, sockets: list[socket.socket]
-) -> None:
-    client, server = linked(proxy, target, sockets)
-    client.sendall(b"ping")
-    assert recv_exactly(server, 4) == b"ping"
-    server.sendall(b"pong")
-    assert recv_exactly(client, 4) == b"pong"
+def test_pass_forwards_both_ways(proxy: LinkProxy, link: Link) -> None:
+    client, server = link
+    assert_forwards(client, server, b"ping")
+    assert_forwards(server, client, b"pong")
     assert proxy.mode is Mode.PASS and proxy.connection_count == 1
 
 
 def test_blackhole_drops_silently_then_resets_broken_streams_on_heal(
-    proxy: LinkProxy, target: Target, sockets: list[socket.socket]
+    proxy: LinkProxy,
+    target: Target,
+    sockets: list[socket.socket],
+    link: Link,
 ) -> None:
-    client, server = linked(proxy, target, sockets)
+    client, server = link
     proxy.blackhole()
     client.sendall(b"lost")
     server.sendall(b"lost")
@@ -160,24 +172,23 @@ def test_blackhole_drops_silently_then_resets_broken_streams_on_heal(
     assert_reset(client)  # its stream lost bytes: it cannot continue
     assert_reset(late)  # it never reached the target
     fresh_client, fresh_server = linked(proxy, target, sockets)
-    fresh_client.sendall(b"back")
-    assert recv_exactly(fresh_server, 4) == b"back"
+    assert_forwards(fresh_client, fresh_server, b"back")
 
 
-def test_blackhole_keeps_a_connection_that_lost_nothing(
-    proxy: LinkProxy, target: Target, sockets: list[socket.socket]
-) -> None:
-    client, server = linked(proxy, target, sockets)
+def test_blackhole_keeps_a_connection_that_lost_nothing(proxy: LinkProxy, link: Link) -> None:
+    client, server = link
     proxy.blackhole()
     proxy.pass_()
-    client.sendall(b"same")
-    assert recv_exactly(server, 4) == b"same"
+    assert_forwards(client, server, b"same")
 
 
 def test_reset_rsts_current_and_new_connections(
-    proxy: LinkProxy, target: Target, sockets: list[socket.socket]
+    proxy: LinkProxy,
+    target: Target,
+    sockets: list[socket.socket],
+    link: Link,
 ) -> None:
-    client, server = linked(proxy, target, sockets)
+    client, server = link
     proxy.reset()
     assert_reset(client)
     with pytest.raises(ConnectionResetError):
@@ -185,14 +196,11 @@ def test_reset_rsts_current_and_new_connections(
     assert_new_connection_reset(proxy, sockets)
     proxy.pass_()
     again, again_server = linked(proxy, target, sockets)
-    again.sendall(b"ok")
-    assert recv_exactly(again_server, 2) == b"ok"
+    assert_forwards(again, again_server, b"ok")
 
 
-def test_delay_adds_latency_in_order(
-    proxy: LinkProxy, target: Target, sockets: list[socket.socket]
-) -> None:
-    client, server = linked(proxy, target, sockets)
+def test_delay_adds_latency_in_order(proxy: LinkProxy, link: Link) -> None:
+    client, server = link
     proxy.delay(0.4)
     started = time.monotonic()
     for i in range(5):
@@ -200,14 +208,11 @@ def test_delay_adds_latency_in_order(
     assert recv_exactly(server, 5) == b"01234"
     assert time.monotonic() - started >= 0.4
     proxy.pass_()
-    client.sendall(b"z")
-    assert recv_exactly(server, 1) == b"z"
+    assert_forwards(client, server, b"z")
 
 
-def test_hold_buffers_until_release(
-    proxy: LinkProxy, target: Target, sockets: list[socket.socket]
-) -> None:
-    client, server = linked(proxy, target, sockets)
+def test_hold_buffers_until_release(proxy: LinkProxy, link: Link) -> None:
+    client, server = link
     proxy.hold()
     client.sendall(b"first")
     server.sendall(b"reply")
@@ -220,10 +225,8 @@ def test_hold_buffers_until_release(
     assert proxy.mode is Mode.PASS
 
 
-def test_switching_from_another_thread(
-    proxy: LinkProxy, target: Target, sockets: list[socket.socket]
-) -> None:
-    client, server = linked(proxy, target, sockets)
+def test_switching_from_another_thread(proxy: LinkProxy, link: Link) -> None:
+    client, server = link
     switcher = threading.Thread(target=proxy.hold)
     switcher.start()
     switcher.join(IO_TIMEOUT_S)
@@ -255,10 +258,8 @@ def test_target_down_means_reset(sockets: list[socket.socket]) -> None:
         assert_new_connection_reset(proxy, sockets)
 
 
-def test_fin_is_forwarded_and_a_finished_link_is_forgotten(
-    proxy: LinkProxy, target: Target, sockets: list[socket.socket]
-) -> None:
-    client, server = linked(proxy, target, sockets)
+def test_fin_is_forwarded_and_a_finished_link_is_forgotten(proxy: LinkProxy, link: Link) -> None:
+    client, server = link
     client.shutdown(socket.SHUT_WR)
     assert server.recv(1) == b""  # the FIN went through
     server.sendall(b"bye")

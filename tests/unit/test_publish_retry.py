@@ -103,3 +103,7 @@ def test_giving_up_after_a_try_that_may_have_stored_is_indeterminate():
         _raise_outcome(NoRespondersError("nothing listens"), None)
     with pytest.raises(NotLeaderError):
         _raise_outcome(NotLeaderError("moved"), earlier)
+    # a later try refused for a reason of its own says nothing about the first
+    with pytest.raises(RequestTimeoutError) as raised:
+        _raise_outcome(StreamPausedError("paused meanwhile"), earlier)
+    assert raised.value is earlier

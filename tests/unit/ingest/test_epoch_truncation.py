@@ -166,18 +166,8 @@ def batches(log: PartitionLog) -> list[tuple[int, int, bytes]]:
     return [(h.base_offset, h.leader_epoch, bytes(view)) for h, view in iter_batches(data)]
 
 
-async def follow(
-    leader: PartitionLog, follower: PartitionLog, leader_epoch: int, nc: LoopbackNats | None = None
-) -> LoopbackNats:
-    """Run the follower's fetcher against the leader until both logs end at the same offset
-    (or the wait times out); the fetcher is stopped before returning. Without ``nc`` a
-    FetchServer over ``leader`` answers; with it, whoever serves on ``nc`` does."""
-    leader_side = LeaderSide(leader, leader_epoch)
-    server: FetchServer | None = None
-    if nc is None:
-        nc = LoopbackNats()
-        server = FetchServer(leader_side, nc, "c")
-        await server.start()
+def start_fetcher(follower: PartitionLog, leader_epoch: int, nc: LoopbackNats) -> ReplicaFetcher:
+    """The follower's real fetcher, started against LEADER at ``leader_epoch`` over ``nc``."""
     partition = Partition(
         broker_id=FOLLOWER,
         stream=STREAM,
@@ -191,6 +181,22 @@ async def follow(
     path = FollowerPath(partition, lambda: follower, asyncio.Lock(), False, Hooks())
     fetcher = ReplicaFetcher(path, nc, "c")
     fetcher.start()
+    return fetcher
+
+
+async def follow(
+    leader: PartitionLog, follower: PartitionLog, leader_epoch: int, nc: LoopbackNats | None = None
+) -> LoopbackNats:
+    """Run the follower's fetcher against the leader until both logs end at the same offset
+    (or the wait times out); the fetcher is stopped before returning. Without ``nc`` a
+    FetchServer over ``leader`` answers; with it, whoever serves on ``nc`` does."""
+    leader_side = LeaderSide(leader, leader_epoch)
+    server: FetchServer | None = None
+    if nc is None:
+        nc = LoopbackNats()
+        server = FetchServer(leader_side, nc, "c")
+        await server.start()
+    fetcher = start_fetcher(follower, leader_epoch, nc)
     try:
         await eventually(
             lambda: nc.epoch_queries and follower.log_end_offset == leader.log_end_offset,
@@ -430,19 +436,7 @@ async def test_a_follower_ahead_of_a_restarted_leader_truncates_again(
     leader_side = LeaderSide(leader, 0)
     server = FetchServer(leader_side, nc, "c")
     await server.start()
-    partition = Partition(
-        broker_id=FOLLOWER,
-        stream=STREAM,
-        partition=PARTITION,
-        min_isr=1,
-        leader_epoch=0,
-        isr=[LEADER],
-        replicas=(LEADER, FOLLOWER),
-        leader_id=LEADER,
-    )
-    path = FollowerPath(partition, lambda: follower, asyncio.Lock(), False, Hooks())
-    fetcher = ReplicaFetcher(path, nc, "c")
-    fetcher.start()
+    fetcher = start_fetcher(follower, 0, nc)
     try:
         await eventually(lambda: follower.log_end_offset == 10, 3.0, "the follower caught up")
         leader.truncate_to(7)  # the torn write: 7..9 never reached the leader's disk

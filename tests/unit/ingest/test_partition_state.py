@@ -178,3 +178,24 @@ def test_a_follower_the_controller_removed_must_fetch_again_to_rejoin(clock):
     p.record_follower_fetch(3, fetch_offset=0, leader_leo=0, now_ms=clock.now_ms())
     change = p.isr_change(high_watermark=0, now_ms=clock.now_ms(), max_lag_ms=MAX_LAG_MS)
     assert change is not None and change.new_isr == [1, 2, 3]
+
+
+def test_an_isr_fence_is_lifted_by_a_new_epoch_that_keeps_the_leader(clock):
+    """The write failed because the controller bumped the epoch (a reassignment step) and
+    kept this leader: re-entering the role at the new epoch is the re-read the fence awaited."""
+    p = _partition()
+    _lead(p, clock)
+    p.fence_for_isr("ISR write failed", sent_version=7)
+    assert not p.is_leader
+    assert p.observe(_state(1, 6), version=9) is False
+    p.enter(_state(1, 6))
+    assert p.lift_isr_fence() is True
+    assert p.is_leader
+
+
+def test_an_isr_answer_older_than_the_state_read_is_ignored(clock):
+    p = _partition()
+    _lead(p, clock)
+    assert p.observe(_state(1, 5, isr=(1, 2)), version=9) is True
+    p.apply_isr([1, 2, 3], version=7)  # a write that found nothing to change answers late
+    assert (p.isr, p.state_version) == ([1, 2], 9)

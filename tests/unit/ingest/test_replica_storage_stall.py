@@ -127,6 +127,13 @@ def _gauge(metrics: NodeMetrics, name: str) -> float | None:
     return metrics.registry.get_sample_value(name)
 
 
+def _assert_partition_gauges(metrics: NodeMetrics, *, offline: int, stalled: int) -> None:
+    """The node's offline and storage-stalled partition counts: a stall is offline too, while
+    an offline partition is stalled only if a retry may bring it back."""
+    assert _gauge(metrics, "liftlog_offline_partitions") == offline
+    assert _gauge(metrics, "liftlog_storage_stalled_partitions") == stalled
+
+
 def _fail_rolls(monkeypatch: pytest.MonkeyPatch) -> None:
     """Creating the next segment fails for lack of space: batches before the roll stay."""
 
@@ -170,15 +177,13 @@ async def test_a_cycle_stored_in_part_acks_the_stored_requests_and_refuses_the_r
     assert leader.log.log_end_offset == RECORDS_PER_REQUEST
     assert leader.log.high_watermark == RECORDS_PER_REQUEST, "the stored part is committed"
     assert leader.storage_stalled and leader.offline_reason is not None
-    assert _gauge(metrics, "liftlog_storage_stalled_partitions") == 1
-    assert _gauge(metrics, "liftlog_offline_partitions") == 1
+    _assert_partition_gauges(metrics, offline=1, stalled=1)
 
     monkeypatch.undo()  # rolls work again, and so do retries: the disk has space
     disk_full.clear()
     await eventually(lambda: not leader.storage_stalled, what="writes resumed")
     assert leader.offline_reason is None
-    assert _gauge(metrics, "liftlog_storage_stalled_partitions") == 0
-    assert _gauge(metrics, "liftlog_offline_partitions") == 0
+    _assert_partition_gauges(metrics, offline=0, stalled=0)
 
     again = await _publish(leader, ["a", "b", "c"])
     n = RECORDS_PER_REQUEST
@@ -206,8 +211,7 @@ async def test_a_failed_fsync_is_never_a_stall_even_with_enospc(
     assert isinstance(refused, StorageError)
     assert not syncing_leader.storage_stalled
     assert (syncing_leader.offline_reason or "").startswith("log fsync failed")
-    assert _gauge(metrics, "liftlog_offline_partitions") == 1
-    assert _gauge(metrics, "liftlog_storage_stalled_partitions") == 0
+    _assert_partition_gauges(metrics, offline=1, stalled=0)
     with pytest.raises(FsyncError):
         syncing_leader.log.resume_writes(4096)
     with pytest.raises(StorageError, match="offline: log fsync failed"):
@@ -236,8 +240,7 @@ async def test_a_stall_ended_for_good_during_a_retry_is_not_resumed(
 
     assert leader.offline_reason == "log fsync failed: lost pages"
     assert not leader.storage_stalled
-    assert _gauge(metrics, "liftlog_offline_partitions") == 1
-    assert _gauge(metrics, "liftlog_storage_stalled_partitions") == 0
+    _assert_partition_gauges(metrics, offline=1, stalled=0)
 
 
 async def test_a_retry_that_dies_unexpectedly_is_logged_and_goes_offline_for_good(
