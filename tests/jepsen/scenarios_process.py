@@ -326,9 +326,7 @@ async def elect_unclean(run: ScenarioRun, node: int) -> None:
     """The operator's unclean election of ``node`` (the unsafe configuration's last resort)."""
     await asyncio.to_thread(run.cluster.elect_unclean, run.stream, 0, node)
     run.note(f"node {node} elected unclean by the operator")
-    await run.until(
-        lambda: leader_or_none(run) == node, ELECTION_TIMEOUT_S, f"node {node} leading"
-    )
+    await run.until(lambda: leader_or_none(run) == node, ELECTION_TIMEOUT_S, f"node {node} leading")
     await run.wait_acked(ACKS_BETWEEN_FAULTS)
 
 

@@ -156,6 +156,9 @@ class Schedule:
             step = _draw_step(rng, unsafe)
             steps.append(step)
             planned += step.hold_s + step.calm_s + STEP_ESTIMATE_S
+        if unsafe and not any(_loses(s) for s in steps):
+            # every unsafe schedule must be able to show loss, or its run proves nothing
+            steps[-1] = _unclean_step(rng)
         return cls(seed, duration_s, unsafe, tuple(steps))
 
     @property
@@ -212,6 +215,11 @@ def _draw_step(rng: random.Random, unsafe: bool) -> Step:
         faults.append(_draw_fault(rng, others))
     faults.sort(key=lambda f: FAMILIES.index(family(f.kind)))
     return Step(tuple(faults), _uniform(rng, HOLD_S), _uniform(rng, CALM_S))
+
+
+def _unclean_step(rng: random.Random) -> Step:
+    fault = _draw_fault(rng, [Kind.UNCLEAN_ELECTION])
+    return Step((fault,), _uniform(rng, HOLD_S), _uniform(rng, CALM_S))
 
 
 def _kinds(unsafe: bool) -> list[Kind]:
