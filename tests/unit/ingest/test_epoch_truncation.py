@@ -11,6 +11,7 @@ failover, and a follower whose latest epoch the leader never saw.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 from collections.abc import Awaitable, Callable, Iterator
@@ -32,6 +33,7 @@ from spark_log.config import LogConfig, NodeConfig
 from spark_log.log import PartitionLog, build_record_batch, encode_batch, iter_batches
 from spark_log.stream_spec import StreamSpec
 from tests.unit.ingest.conftest import ManualClock, eventually
+from tests.waiting import wait_for_async
 
 STREAM, PARTITION = "s", 0
 LEADER, FOLLOWER = 1, 2
@@ -116,7 +118,10 @@ class LeaderSide:
         pass
 
     async def wait_for_append(self, wait_ms: int) -> None:
-        await asyncio.sleep(0.005)  # a short long-poll: the test appends between polls
+        """The long poll: until the log grows past where it was, or ``wait_ms``."""
+        end = self.log.log_end_offset
+        with contextlib.suppress(AssertionError):  # no append within the wait: answer empty
+            await wait_for_async(lambda: self.log.log_end_offset > end, wait_ms / 1000)
 
 
 class Hooks:

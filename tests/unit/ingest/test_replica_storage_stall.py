@@ -32,6 +32,7 @@ from spark_log.log.errors import FsyncError
 from spark_log.log.segment import LogSegment
 from spark_log.stream_spec import StreamSpec
 from tests.unit.ingest.conftest import ManualClock, eventually
+from tests.waiting import one_loop_turn
 
 SPEC = StreamSpec(name="orders", subject="orders.in", ack_policy="all")
 RECORDS_PER_REQUEST = 4
@@ -115,7 +116,7 @@ async def _publish(
     """Publish one request per id in a single writer cycle; each request's ack or error."""
     requests = [_request(msg_id) for msg_id in msg_ids]
     producing = asyncio.create_task(replica.produce(requests))
-    await asyncio.sleep(0)  # produce() queues them all (and creates their futures) at once
+    await one_loop_turn()  # produce() queues them all (and creates their futures) at once
     futures = [req.future for req in requests if req.future is not None]
     assert len(futures) == len(requests)
     results = await asyncio.gather(*futures, return_exceptions=True)
@@ -267,8 +268,14 @@ class _FollowerStub:
     log_write_in_progress = False
 
     def __init__(self) -> None:
-        self.storage_stalled = True
+        self.stalled = True
+        self.stall_checks = 0  # how often the fetcher asked (once per turn of its loop)
         self.log = SimpleNamespace(latest_epoch=None, log_end_offset=0)
+
+    @property
+    def storage_stalled(self) -> bool:
+        self.stall_checks += 1
+        return self.stalled
 
 
 class _RecordingNats:
@@ -287,9 +294,9 @@ async def test_a_stalled_followers_fetcher_waits_then_fetches_once_it_has_space(
     fetcher = ReplicaFetcher(replica, nc, "cluster")  # type: ignore[arg-type]
     fetcher.start()
     try:
-        await asyncio.sleep(0.6)  # three backoffs: it must not fetch in any of them
-        assert nc.requests == []
-        replica.storage_stalled = False
+        await eventually(lambda: replica.stall_checks > 3, what="three backoffs while stalled")
+        assert nc.requests == []  # it fetched in none of them
+        replica.stalled = False
         await eventually(_fetched(nc), what="a fetch once the stall ended")
     finally:
         await fetcher.stop()
