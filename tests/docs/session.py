@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
+from liftlog.embedded.parent_death import popen_dying_with_parent
 from liftlog.embedded.ports import port_is_free
 from tests.docs.blocks import REPO
 from tests.waiting import wait_for
@@ -166,8 +167,9 @@ class DocSession:
 
     def start(self, command: str) -> Background:
         """Start a long-running documented command in its own process group, as a terminal
-        runs a foreground job, and wait until it says it is ready."""
-        proc = subprocess.Popen(
+        runs a foreground job, and wait until it says it is ready. The kernel kills it if this
+        process dies first (``popen_dying_with_parent``): a killed test run leaves no stack."""
+        proc: subprocess.Popen[str] = popen_dying_with_parent(  # type: ignore[assignment]
             self._argv(["bash", "-c", command]),
             cwd=self.workdir,
             env=self.env,
