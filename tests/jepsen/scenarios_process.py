@@ -17,6 +17,7 @@ import httpx
 
 from spark_log.errors import LiftlogError
 from tests.jepsen.cluster import REST_TIMEOUT_S, JepsenCluster
+from tests.jepsen.disk_faults import DiskFault, flip_bytes, truncate_segment
 from tests.jepsen.history import ACKS_ALL, OK
 from tests.jepsen.runner import Scenario, ScenarioRun
 from tests.waiting import wait_for
@@ -378,6 +379,47 @@ POWER_LOSS_ONE = Scenario(
 )
 
 
+async def corrupt_replica(run: ScenarioRun) -> None:
+    """One node (seeded: the leader or a follower) is killed and its log damaged before it
+    restarts: one segment cut at a random byte and a few bytes flipped in a random batch
+    (bit rot, a misdirected write). Recovery must find the damage by CRC and keep the
+    replica out of the ISR until it has fetched back what it lost."""
+    leader = await run.leader_async()
+    target = run.rng.choice(run.cluster.node_ids)
+    await asyncio.to_thread(run.cluster.kill, target)
+    faults = await asyncio.to_thread(_damage_logs, run, target)
+    cuts = "; ".join(f"{f.kind} {f.path.name}: {f.detail}" for f in faults) or "nothing"
+    role = "the leader" if target == leader else "a follower"
+    run.note(f"node {target} ({role}) killed, its log damaged: {cuts}")
+    if target == leader:
+        await elect_new_leader(run, {target})
+    await run.wait_acked(ACKS_BETWEEN_FAULTS)
+    await restart(run, target)
+    await back_in_sync(run)
+
+
+def _damage_logs(run: ScenarioRun, node: int) -> list[DiskFault]:
+    """A truncated segment and flipped bytes in every partition of ``node`` (seeded)."""
+    faults: list[DiskFault] = []
+    for directory in run.cluster.partition_dirs(node, run.stream):
+        faults.append(truncate_segment(directory, run.rng))
+        faults.append(flip_bytes(directory, run.rng))
+    return faults
+
+
+CORRUPT_REPLICA = Scenario(
+    "corrupt_replica",
+    corrupt_replica,
+    "One node (seeded: the leader or a follower) is killed, then one of its segments is cut "
+    "at a random byte and a few bytes of a random batch are flipped before it restarts: "
+    "recovery finds the damage (CRC), the replica leaves the ISR and fetches back what it "
+    "lost; no acks=all record lost, none duplicated, replicas identical below the HW. The "
+    "unsafe configuration cannot lose to it either: the two undamaged members hold every "
+    "acknowledged record.",
+    unsafe_loses=False,
+)
+
+
 async def power_loss_last_isr(run: ScenarioRun) -> None:
     """Kill both followers so the leader is the ISR alone, let it take writes, cut its
     power, restart everyone: only what it fsynced survives on it."""
@@ -535,5 +577,6 @@ PROCESS_SCENARIOS: list[Scenario] = [
     POWER_LOSS_ONE,
     POWER_LOSS_LAST_ISR,
     POWER_LOSS_ALL,
+    CORRUPT_REPLICA,
     FULL_DISK,
 ]
