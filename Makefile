@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST := $(PY) -m pytest
 
-.PHONY: demo test fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake lint format clean-venv check-java
+.PHONY: demo test fuzz fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake lint format clean-venv check-java
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory check-java
@@ -30,6 +30,16 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(PYTEST) -q -m "not slow" tests
+
+# Hostile input (docs/security.md#fuzzing): the decoders under hypothesis and the REST API under
+# schemathesis (a live node, auth off, admin token, no credential), with many more cases than
+# `make test` sends; FUZZ_EXAMPLES per property, FUZZ_API_EXAMPLES per REST operation.
+FUZZ_EXAMPLES     ?= 5000
+FUZZ_API_EXAMPLES ?= 300
+
+fuzz: $(STAMP)
+	LIFTLOG_FUZZ=deep LIFTLOG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) LIFTLOG_FUZZ_API_EXAMPLES=$(FUZZ_API_EXAMPLES) \
+	  $(PYTEST) -q -s --hypothesis-show-statistics tests/unit/fuzz tests/integration/test_api_fuzz.py
 
 fault: $(STAMP)
 	$(PYTEST) -q tests/fault

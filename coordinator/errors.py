@@ -137,3 +137,10 @@ class ReassignmentInProgressError(InvalidRequestError):
     """A partition already has a pending reassignment; wait for it (or cancel it) first."""
 
     code = "reassignment_in_progress"
+
+
+class ZkAccessDeniedError(CoordinatorError):
+    """ZooKeeper refused the operation: the znode's ACL does not grant it to this session's
+    identity (a cluster configured with another digest user or password, or none at all)."""
+
+    code = "zk_access_denied"

@@ -22,6 +22,7 @@ from coordinator.errors import (
     ZNodeExistsError,
     ZNodeNotFoundError,
 )
+from coordinator.partition_keys import add_new_keys
 from coordinator.stream_watch import StreamWatch
 from coordinator.zk import ZkSession
 from coordinator.znodes import (
@@ -33,7 +34,13 @@ from coordinator.znodes import (
     partitions_path,
     stream_path,
 )
-from spark_log.errors import PartitionNotFoundError, StreamExistsError, StreamNotFoundError
+from spark_log.crypto import KeyProvider
+from spark_log.errors import (
+    EncryptionUnavailableError,
+    PartitionNotFoundError,
+    StreamExistsError,
+    StreamNotFoundError,
+)
 from spark_log.stream_spec import StreamSpec, validate_stream_name
 
 CREATE_MAX_ATTEMPTS = 3
@@ -46,12 +53,21 @@ class StreamStore:
     def __init__(self, session: ZkSession) -> None:
         self._session = session
 
-    def create(self, spec: StreamSpec) -> tuple[bool, StreamRecord]:
+    def create(
+        self, spec: StreamSpec, key_provider: KeyProvider | None = None
+    ) -> tuple[bool, StreamRecord]:
         """Create the stream; (True, record) if created, (False, existing) if identical.
 
         A different spec under the same name is StreamExistsError naming the fields that
-        differ. Replicas are assigned over the brokers live right now.
+        differ. Replicas are assigned over the brokers live right now. An encrypted stream
+        needs ``key_provider`` (the node's master key): its partitions' wrapped data keys are
+        created in the same transaction.
         """
+        if spec.encryption and key_provider is None:
+            raise EncryptionUnavailableError(
+                f"stream {spec.name!r} asks for encryption but this node has no master key: "
+                "set [encryption] master_key, master_key_file or master_key_env on every node"
+            )
         last_race: ZNodeExistsError | None = None
         for _attempt in range(CREATE_MAX_ATTEMPTS):
             existing = self._find(spec.name)
@@ -59,7 +75,7 @@ class StreamStore:
                 _require_same_spec(existing.spec, spec)
                 return False, existing
             try:
-                return True, self._create_new(spec)
+                return True, self._create_new(spec, key_provider)
             except ZNodeExistsError as exc:  # lost a race with another create: compare again
                 last_race = exc
         raise CoordinatorError(
@@ -67,7 +83,7 @@ class StreamStore:
             f"racing other writers: {last_race}"
         )
 
-    def _create_new(self, spec: StreamSpec) -> StreamRecord:
+    def _create_new(self, spec: StreamSpec, key_provider: KeyProvider | None) -> StreamRecord:
         broker_ids = [broker.broker_id for broker in live_brokers(self._session)]
         replicas = assign_replicas(
             spec.partitions,
@@ -84,6 +100,8 @@ class StreamStore:
             txn.create(partition_path(spec.name, partition))
             state = PartitionState.initial(partition_replicas)
             txn.create_json(partition_state_path(spec.name, partition), state.to_json())
+        if spec.encryption and key_provider is not None:
+            add_new_keys(txn, spec, key_provider)
         txn.commit()
         return record
 

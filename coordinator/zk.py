@@ -12,6 +12,14 @@ Threads: state listeners and watch callbacks run on kazoo's threads. They must r
 and must not block, and must not make blocking ZooKeeper calls from a state listener (kazoo
 would deadlock); hop onto your own loop or queue instead
 (``loop.call_soon_threadsafe(...)``).
+
+Security (``ZkSecurityConfig``, docs/security.md): with a CA the session speaks TLS to
+ZooKeeper's secure client port, verifying the server's certificate and the host it names; with
+a digest identity the session authenticates as that user and every znode it creates carries
+an ACL granting everything to that identity and nothing to anyone else (no ``world`` entry:
+the tree holds token hashes and ACL policies, which are nobody else's business either). The
+root itself is created with that ACL, and a root left open by an unsecured run is converted,
+with everything under it, when a secured session starts.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from kazoo.exceptions import (
     ConnectionClosedError,
     ConnectionLoss,
     KazooException,
+    NoAuthError,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
@@ -41,10 +50,12 @@ from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandl
 from kazoo.protocol.states import KazooState, ZnodeStat
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 from kazoo.retry import KazooRetry, RetryFailedError
+from kazoo.security import ACL, make_digest_acl
 
 from coordinator.errors import (
     CoordinatorError,
     VersionConflictError,
+    ZkAccessDeniedError,
     ZkNotSentError,
     ZkSessionExpiredError,
     ZkUnavailableError,
@@ -59,6 +70,7 @@ from spark_log.config import (
     DEFAULT_ZK_SESSION_TIMEOUT_S,
     NodeConfig,
 )
+from spark_log.tls_config import ZkSecurityConfig
 
 SessionState = Literal["connected", "suspended", "lost"]
 StateListener = Callable[[SessionState], None]
@@ -104,12 +116,16 @@ class ZkSession:
         hosts: str = DEFAULT_ZK_CONNECT,
         root: str = DEFAULT_ZK_ROOT,
         session_timeout_s: float = DEFAULT_ZK_SESSION_TIMEOUT_S,
+        security: ZkSecurityConfig | None = None,
     ) -> None:
         if not root.startswith("/") or root.endswith("/"):
             raise CoordinatorError(f"root {root!r} must start with '/' and not end with '/'")
         self.hosts = hosts
         self.root = root
         self.session_timeout_s = session_timeout_s
+        security = security or ZkSecurityConfig()
+        # the ACL every znode this session creates carries; None: ZooKeeper's open ACL
+        self.acl: list[ACL] | None = _cluster_acl(security)
         handler = SequentialThreadingHandler()
         self._client = KazooClient(
             hosts=hosts,
@@ -129,6 +145,9 @@ class ZkSession:
                 ignore_expire=False,
                 sleep_func=handler.sleep_func,
             ),
+            default_acl=self.acl,
+            **_tls_options(security),
+            **_auth_options(security),
         )
         self._listeners: dict[StateListener, Callable[[str], None]] = {}
         # set while connected (kazoo's thread keeps it current): what a call waits on, bounded
@@ -138,7 +157,10 @@ class ZkSession:
 
     @classmethod
     def from_node_config(cls, config: NodeConfig) -> ZkSession:
-        return cls(config.zk_connect, config.zk_root, config.zk_session_timeout_s)
+        """The node's session: its connect string, root, timeout and ``[zk_security]``."""
+        return cls(
+            config.zk_connect, config.zk_root, config.zk_session_timeout_s, config.zk_security
+        )
 
     # -- life cycle ------------------------------------------------------------------------
 
@@ -150,6 +172,12 @@ class ZkSession:
             raise ZkUnavailableError(
                 f"cannot connect to ZooKeeper at {self.hosts} within {timeout_s:.1f}s"
             ) from exc
+        if self.acl is not None:
+            try:
+                self._protect_root()
+            except CoordinatorError:
+                self.stop()
+                raise
         return self
 
     def stop(self) -> None:
@@ -240,6 +268,33 @@ class ZkSession:
         if not path.startswith("/"):
             raise CoordinatorError(f"path {path!r} must start with '/' (relative to the root)")
         return self.root if path == "/" else f"{self.root}{path}"
+
+    # -- ACLs ------------------------------------------------------------------------------
+
+    def _protect_root(self) -> None:
+        """Create the root with the cluster's ACL, or convert a root (and its tree) that an
+        unsecured run left open. ZkAccessDeniedError when another identity owns it."""
+        self.ensure_path("/")
+        if self.acls("/") != self.acl:
+            self.set_acls_recursive("/")
+
+    def acls(self, path: str) -> list[ACL]:
+        """The znode's ACL (ZooKeeper answers only an identity with READ or ADMIN on it)."""
+        full = self.absolute(path)
+        with _converted(full):
+            acls, _stat = self._retried(self._client.get_acls_async, full)
+        return list(acls)
+
+    def set_acls_recursive(self, path: str) -> None:
+        """Put the cluster's ACL on ``path`` and every znode under it (parents first, so a
+        concurrent reader never finds an open child under a closed parent for long)."""
+        if self.acl is None:
+            raise CoordinatorError("this session has no digest identity to protect znodes with")
+        for node in self._tree(path):
+            full = self.absolute(node)
+            # an ephemeral znode may vanish (its session ends) between listing and here
+            with contextlib.suppress(ZNodeNotFoundError), _converted(full):
+                self._retried(self._client.set_acls_async, full, self.acl)
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -475,6 +530,11 @@ def _translate(exc: BaseException, path: str) -> CoordinatorError:
         return VersionConflictError(f"znode {path} changed since the version this write expected")
     if isinstance(exc, NotEmptyError):
         return ZNodeNotEmptyError(f"znode {path} has children")
+    if isinstance(exc, NoAuthError):
+        return ZkAccessDeniedError(
+            f"ZooKeeper denied access to {path}: its ACL does not grant it to this session's "
+            "identity (check [zk_security] digest_user and its password)"
+        )
     if isinstance(exc, ConnectionClosedError):
         return ZkUnavailableError(f"the ZooKeeper session is closed ({path})")
     if isinstance(exc, SessionExpiredError):
@@ -498,3 +558,32 @@ def _decode(raw: bytes, path: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ZNodeFormatError(f"znode {path} holds {type(data).__name__}, not a JSON object")
     return data
+
+
+def _cluster_acl(security: ZkSecurityConfig) -> list[ACL] | None:
+    """Everything for the cluster's digest identity, nothing for anyone else."""
+    if not security.acl:
+        return None
+    return [make_digest_acl(security.digest_user, security.password(), all=True)]
+
+
+def _auth_options(security: ZkSecurityConfig) -> dict[str, Any]:
+    """kazoo's ``auth_data``: the digest identity sent at every (re)connect."""
+    if not security.acl:
+        return {}
+    return {"auth_data": [("digest", f"{security.digest_user}:{security.password()}")]}
+
+
+def _tls_options(security: ZkSecurityConfig) -> dict[str, Any]:
+    """kazoo's TLS options: the server's certificate must chain to ``ca_file`` and name the
+    host of the connect string; a client certificate when configured."""
+    if not security.tls:
+        return {}
+    return {
+        "use_ssl": True,
+        "ca": security.ca_file,
+        "certfile": security.cert_file or None,
+        "keyfile": security.key_file or None,
+        "verify_certs": True,
+        "check_hostname": True,
+    }

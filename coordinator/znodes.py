@@ -37,6 +37,10 @@ LAKE_PATH = f"{V1}/lake"
 # ('~' never occurs in a stream name), deleted by the controller when the move completes.
 REASSIGNMENTS_PATH = f"{V1}/reassignments"
 REASSIGNMENT_SEPARATOR = "~"
+# Bearer tokens (persistent, one znode per token: principal and SHA-256 of the secret) and
+# ACL entries (persistent, one znode per entry); every node caches both through watches.
+AUTH_TOKENS_PATH = f"{V1}/auth/tokens"
+ACLS_PATH = f"{V1}/acls"
 
 T = TypeVar("T")
 
@@ -67,6 +71,11 @@ def partition_path(name: str, partition: int) -> str:
 
 def partition_state_path(name: str, partition: int) -> str:
     return f"{partition_path(name, partition)}/state"
+
+
+def partition_key_path(name: str, partition: int) -> str:
+    """An encrypted stream's wrapped data key for the partition (coordinator.partition_keys)."""
+    return f"{partition_path(name, partition)}/key"
 
 
 @dataclass(frozen=True)

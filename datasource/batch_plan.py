@@ -32,7 +32,7 @@ class ReadPlan:
 def plan_batch(opts: BatchOptions, pruning: Pruning | None = None) -> ReadPlan:
     """The tasks of one batch read (``pruning`` from pushed-down filters narrows them)."""
     pruning = pruning or Pruning()
-    rest = RestClient(opts.servers)
+    rest = RestClient(opts.servers, credentials=opts.credentials)
     view = describe(rest, opts.stream)
     lake_uri = opts.lake_uri or view.lake_uri
     lake = (
@@ -50,12 +50,15 @@ def plan_batch(opts: BatchOptions, pruning: Pruning | None = None) -> ReadPlan:
         segments.extend(readable_segments(opts.stream, bounds, start, end, opts.fail_on_data_loss))
     per_task = task_size(segments, opts.max_records_per_partition, opts.min_partitions)
     leaders = {p.partition: p.leader_url for p in view.partitions}
-    settings = read_settings(opts, lake_uri, pruning)
+    settings = read_settings(opts, lake_uri, pruning, view.encrypted)
     return ReadPlan(settings, split(settings, segments, lake, leaders, per_task))
 
 
-def read_settings(opts: SourceOptions, lake_uri: str | None, pruning: Pruning) -> ReadSettings:
+def read_settings(
+    opts: SourceOptions, lake_uri: str | None, pruning: Pruning, encrypted: bool = False
+) -> ReadSettings:
     return ReadSettings(
+        encrypted=encrypted,
         servers=opts.servers,
         stream=opts.stream,
         include_headers=opts.include_headers,
@@ -63,6 +66,7 @@ def read_settings(opts: SourceOptions, lake_uri: str | None, pruning: Pruning) -
         lake_uri=lake_uri,
         rows=pruning.rows,
         lake_options=opts.lake_options,
+        credentials=opts.credentials,
     )
 
 

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from datasource.errors import LakeReadError
 from datasource.row_filter import RowFilter
 from datasource.schema import SOURCE_COLUMNS
+from spark_log.crypto import ValueCipher
 from spark_log.errors import LakeError
 from spark_log.lake.layout import FILE_SCHEMA, to_micros
 from spark_log.lake.storage import LakeStorage
@@ -36,9 +37,11 @@ def read_lake(
     batch_rows: int = DEFAULT_BATCH_ROWS,
     columns: list[str] | None = None,
     storage: LakeStorage | None = None,
+    cipher: ValueCipher | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Rows with ``start <= offset < end`` of ``paths`` (``columns``, default SOURCE_COLUMNS),
     opened through ``storage`` (the lake's store options; None: pyarrow's defaults).
+    ``cipher``: an encrypted stream's partition cipher; its values are decrypted here.
 
     Row groups are chosen by their offset (and timestamp) statistics: those outside the range
     are never read, those wholly inside are passed on as decoded (no filter, no copy), and only
@@ -47,7 +50,8 @@ def read_lake(
     """
     for path in paths:
         try:
-            yield from _read_file(path, start, end, rows, batch_rows, columns, storage)
+            batches = _read_file(path, start, end, rows, batch_rows, columns, storage)
+            yield from (batches if cipher is None else _decrypted(batches, cipher))
         except FileNotFoundError as exc:
             raise LakeReadError(
                 f"lake file {path} is gone ({exc}); a compaction and vacuum replaced it since "
@@ -81,6 +85,19 @@ def _read_file(
                 batch = batch.filter(keep)
             if batch.num_rows:
                 yield batch
+
+
+def _decrypted(batches: Iterator[pa.RecordBatch], cipher: ValueCipher) -> Iterator[pa.RecordBatch]:
+    """The lake holds an encrypted stream's values as the segments' AES-GCM ciphertexts
+    (bound to their offsets): decrypt the ``value`` column of each batch."""
+    for batch in batches:
+        names = batch.schema.names
+        if "value" not in names:
+            yield batch
+            continue
+        plain = cipher.decrypt_at(batch.column("value"), batch.column("offset"))
+        index = names.index("value")
+        yield batch.set_column(index, batch.schema.field(index), plain)
 
 
 def _row_groups(

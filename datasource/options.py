@@ -9,11 +9,12 @@ wherever Kafka has one, so a Kafka query ports by changing the format and the se
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from datasource.durations import parse_duration_s
 from datasource.errors import InvalidOptionError
 from datasource.offsets import EARLIEST, LATEST, OffsetSpec, parse_offset_spec
+from spark_log.credentials import ClientCredentials
 from spark_log.errors import ConfigError, InvalidRequestError
 from spark_log.rest import parse_servers
 from spark_log.storage_options import checked_storage_options
@@ -34,7 +35,11 @@ LAKE_OPTION_PREFIX = "lake."
 the tasks only, never the nodes; absent ones come from the standard AWS environment."""
 SPARK_PROVIDED = frozenset({"path", "checkpointLocation"})
 """Names Spark itself may add to the options (``load(path)``, a streaming sink's checkpoint)."""
-_SOURCE_NAMES = frozenset(
+CREDENTIAL_NAMES = frozenset({"token", "caFile", "certFile", "keyFile", "credentialsFile"})
+"""What the source and sink present to the nodes (each falls back to its ``LIFTLOG_*``
+variable, then the credentials file; spark_log.credentials). Spark redacts option values
+whose name holds ``token`` in plans and the UI, and the resolved token stays out of reprs."""
+_SOURCE_NAMES = CREDENTIAL_NAMES | frozenset(
     {
         "servers",
         "stream",
@@ -50,7 +55,7 @@ _SOURCE_NAMES = frozenset(
 )
 BATCH_NAMES = _SOURCE_NAMES | {"endingOffsets", "endingTimestamp", "filterPushdown"}
 STREAM_NAMES = _SOURCE_NAMES | {"maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay"}
-SINK_NAMES = frozenset(
+SINK_NAMES = CREDENTIAL_NAMES | frozenset(
     {"servers", "stream", "idempotent", "idempotencyKey", "natsUrl", "ackTimeoutMs"}
 )
 
@@ -71,6 +76,7 @@ class SourceOptions:
     min_partitions: int | None
     starting: OffsetSpec
     starting_timestamp_ms: int | None
+    credentials: ClientCredentials = field(default_factory=ClientCredentials, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -95,6 +101,7 @@ class SinkOptions:
     idempotency_key: str | None
     nats_url: str | None
     ack_timeout_s: float
+    credentials: ClientCredentials = field(default_factory=ClientCredentials, kw_only=True)
 
 
 def batch_options(options: Mapping[str, str]) -> BatchOptions:
@@ -142,6 +149,7 @@ def sink_options(options: Mapping[str, str]) -> SinkOptions:
         idempotency_key=opts.get("idempotencykey") or None,
         nats_url=opts.get("natsurl") or None,
         ack_timeout_s=timeout_ms / 1000 if timeout_ms is not None else DEFAULT_ACK_TIMEOUT_S,
+        credentials=_credentials(opts),
     )
 
 
@@ -192,7 +200,24 @@ def _source_fields(opts: dict[str, str], default_start: int) -> dict[str, object
         "starting_timestamp_ms": _optional_int(
             opts, "startingtimestamp", "startingTimestamp", minimum=0
         ),
+        "credentials": _credentials(opts),
     }
+
+
+def _credentials(opts: dict[str, str]) -> ClientCredentials:
+    """``token``, ``caFile``, ``certFile``, ``keyFile`` then the environment, then
+    ``credentialsFile`` (or ``LIFTLOG_CREDENTIALS_FILE``); resolved on the driver, so the
+    executors get the same credentials whatever their environment."""
+    given = {
+        "token": opts.get("token"),
+        "ca_file": opts.get("cafile"),
+        "cert_file": opts.get("certfile"),
+        "key_file": opts.get("keyfile"),
+    }
+    try:
+        return ClientCredentials.resolve(given, credentials_file=opts.get("credentialsfile"))
+    except (ConfigError, InvalidRequestError) as exc:
+        raise InvalidOptionError(f"credentials: {exc.message}") from exc
 
 
 def _lake_options(opts: dict[str, str]) -> tuple[tuple[str, str], ...]:

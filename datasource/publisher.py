@@ -55,7 +55,10 @@ async def _publish_all(
     options: SinkOptions, batches: Iterator[pa.RecordBatch], id_prefix: str | None
 ) -> Published:
     async with Client(
-        options.servers, nats_url=options.nats_url, ack_timeout_s=options.ack_timeout_s
+        options.servers,
+        nats_url=options.nats_url,
+        ack_timeout_s=options.ack_timeout_s,
+        credentials=options.credentials,
     ) as client:
         try:
             partitions = (await client.stream_spec(options.stream)).partitions

@@ -88,7 +88,7 @@ def plan_micro_batch(
         segments.extend(readable_segments(opts.stream, bounds, s, e, opts.fail_on_data_loss))
     per_task = task_size(segments, opts.max_records_per_partition, opts.min_partitions)
     leaders = {p.partition: p.leader_url for p in view.partitions}
-    settings = read_settings(opts, lake_uri, Pruning())
+    settings = read_settings(opts, lake_uri, Pruning(), view.encrypted)
     return split(settings, segments, lake, leaders, per_task)
 
 

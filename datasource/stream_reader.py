@@ -51,7 +51,7 @@ class LiftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """When a batch last ran (monotonic); None lets the first one run at once, as Kafka's."""
 
     def _rest(self) -> RestClient:
-        return RestClient(self.options.servers)
+        return RestClient(self.options.servers, credentials=self.options.credentials)
 
     def initialOffset(self) -> dict:  # noqa: N802 - Spark's name
         return to_stream_offset(self.options.stream, initial_offsets(self.options, self._rest()))

@@ -39,6 +39,8 @@ class StreamView:
     stream: str
     partitions: tuple[PartitionView, ...]
     lake_uri: str | None
+    encrypted: bool = False
+    """Values are encrypted at rest (the lake holds ciphertexts)."""
 
     def partition(self, p: int) -> PartitionView:
         return self.partitions[p]
@@ -55,7 +57,8 @@ def describe(rest: RestClient, stream: str) -> StreamView:
     partitions = tuple(
         _partition_view(p, urls) for p in sorted(body.partitions, key=lambda p: p.partition)
     )
-    return StreamView(stream, partitions, body.lake.uri if body.lake is not None else None)
+    lake_uri = body.lake.uri if body.lake is not None else None
+    return StreamView(stream, partitions, lake_uri, body.encryption)
 
 
 def _partition_view(state: PartitionState, urls: dict[int, str]) -> PartitionView:

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from datasource.errors import TailReadError
 from datasource.stream_view import describe
+from spark_log.credentials import ClientCredentials
 from spark_log.errors import LiftlogError, NotLeaderError, UnavailableError
 from spark_log.rest import RestClient
 from spark_log.wire import ARROW_STREAM_MEDIA_TYPE
@@ -31,8 +32,15 @@ REQUEST_TIMEOUT_S = 30.0
 class TailFetcher:
     """Fetches ``[offset, offset + limit)`` of one partition from whichever node leads it."""
 
-    def __init__(self, servers: str, stream: str, partition: int, leader_url: str | None) -> None:
-        self.rest = RestClient(servers, REQUEST_TIMEOUT_S)
+    def __init__(
+        self,
+        servers: str,
+        stream: str,
+        partition: int,
+        leader_url: str | None,
+        credentials: ClientCredentials | None = None,
+    ) -> None:
+        self.rest = RestClient(servers, REQUEST_TIMEOUT_S, credentials)
         self.stream = stream
         self.partition = partition
         self.leader_url = leader_url

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 
 from datasource.errors import DataLossError
+from datasource.lake_keys import partition_cipher
 from datasource.lake_read import DEFAULT_BATCH_ROWS, read_lake
 from datasource.lake_view import load_lake_view
 from datasource.schema import SOURCE_COLUMNS, source_columns, to_output_batch
@@ -36,6 +37,7 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
             settings.rows,
             columns=columns,
             storage=settings.lake_storage,
+            cipher=partition_cipher(settings, task.partition),
         )
         yield from output_batches(source, settings, task.partition)
     else:
@@ -79,7 +81,9 @@ def as_schema(
 
 
 def _tail_rows(settings: ReadSettings, task: ReadTask) -> Iterator[pa.RecordBatch]:
-    fetcher = TailFetcher(settings.servers, settings.stream, task.partition, task.leader_url)
+    fetcher = TailFetcher(
+        settings.servers, settings.stream, task.partition, task.leader_url, settings.credentials
+    )
     offset = task.start
     while offset < task.end:
         try:
@@ -120,9 +124,11 @@ def _below_log_start(
                     settings.rows,
                     columns=source_columns(settings.include_headers),
                     storage=lake.storage,
+                    cipher=partition_cipher(settings, task.partition),
                 )
                 return lake_end
-    view = describe(RestClient(settings.servers), settings.stream).partition(task.partition)
+    rest = RestClient(settings.servers, credentials=settings.credentials)
+    view = describe(rest, settings.stream).partition(task.partition)
     log_start = view.log_start_offset if view.log_start_offset is not None else task.end
     return _missing(settings, task, offset, min(max(log_start, offset + 1), task.end), "the log")
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pyspark.sql.datasource import InputPartition
 
 from datasource.row_filter import RowFilter
+from spark_log.credentials import ClientCredentials
 from spark_log.lake.storage import LakeStorage
 
 LAKE = "lake"
@@ -33,6 +34,10 @@ class ReadSettings:
     rows: RowFilter = field(default_factory=RowFilter)
     lake_options: tuple[tuple[str, str], ...] = ()
     """The lake's object-store options (``lake.<NAME>`` reader options)."""
+    credentials: ClientCredentials = field(default_factory=ClientCredentials)
+    """What the tasks present to the nodes (the token stays out of ``repr``)."""
+    encrypted: bool = False
+    """The stream encrypts values at rest: lake tasks decrypt them (datasource.lake_keys)."""
 
     @property
     def lake_storage(self) -> LakeStorage | None:

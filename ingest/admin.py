@@ -17,8 +17,10 @@ from coordinator.znodes import NO_LEADER, StreamRecord
 from coordinator.znodes import PartitionState as PartitionRecord
 from ingest.exporter import in_lake_thread
 from ingest.follower_path import LeaderReport
+from ingest.node_credentials import outgoing_credentials
 from ingest.node_view import NodeView
 from ingest.storage_stall import StorageStall
+from ingest.stream_limits import check_stream_limits
 from ingest.unclean_loss import assess_loss
 from spark_log.api_models import (
     EpochEntryView,
@@ -35,9 +37,12 @@ from spark_log.api_models import (
     UncleanElection,
 )
 from spark_log.errors import (
+    AuthUnavailableError,
+    ForbiddenError,
     InvalidRequestError,
     LiftlogError,
     PartitionNotFoundError,
+    UnauthenticatedError,
     UnavailableError,
 )
 from spark_log.lake import LakeTable, configured_table_uri
@@ -55,7 +60,9 @@ UNCLEAN_ELECTION_WARNING = (
 
 
 async def create_stream(node: NodeView, spec: StreamSpec) -> tuple[bool, StreamDescription]:
-    created, _record = await asyncio.to_thread(node.store.create, spec)
+    await asyncio.to_thread(check_stream_limits, node.store, node.config.limits, spec)
+    provider = node.replicas.key_provider
+    created, _record = await asyncio.to_thread(node.store.create, spec, provider)
     await node.reconcile_now()
     return created, await describe_stream(node, spec.name)
 
@@ -249,7 +256,9 @@ async def _flush_on_leader(
         raise UnavailableError(f"{name}/{p} has no live leader to flush it")
     timeout_s = node.config.lake.flush_timeout_s + FLUSH_FORWARD_MARGIN_S
     response = await asyncio.to_thread(
-        RestClient(url, timeout_s).request, "POST", f"/v1/streams/{name}/partitions/{p}/flush"
+        RestClient(url, timeout_s, outgoing_credentials(node.config)).request,
+        "POST",
+        f"/v1/streams/{name}/partitions/{p}/flush",
     )
     return PartitionFlush.from_json(response.json())
 
@@ -316,7 +325,9 @@ async def unclean_election(
     views = {
         r: view
         for r in state.replicas
-        if r in api_urls and (view := await _replica_view(node, name, p, r, api_urls)) is not None
+        if r in api_urls
+        and (view := await _replica_view(node, name, p, r, api_urls, refusal_fails=True))
+        is not None
     }
     if not views:
         raise UnavailableError(f"no live replica of {name}/{p} answers")
@@ -350,9 +361,19 @@ async def unclean_election(
 
 
 async def _replica_view(
-    node: NodeView, name: str, p: int, broker: int, api_urls: dict[int, str]
+    node: NodeView,
+    name: str,
+    p: int,
+    broker: int,
+    api_urls: dict[int, str],
+    *,
+    refusal_fails: bool = False,
 ) -> ReplicaView | None:
-    """A broker's own view of its replica: locally, or from its REST API (None if silent)."""
+    """A broker's own view of its replica: locally, or from its REST API (None if silent).
+
+    With ``refusal_fails`` (an unclean election), a replica that answers but refuses the
+    caller (401, 403, 503 auth_unavailable) raises that error: counting it as silent could
+    elect a shorter log than the one it holds. A describe only loses that leader's offsets."""
     if broker == node.config.broker_id:
         try:
             return local_partition_view(node, name, p)
@@ -363,10 +384,14 @@ async def _replica_view(
         return None
     try:
         body = await asyncio.to_thread(
-            RestClient(url, LEADER_VIEW_TIMEOUT_S).get_json,
+            RestClient(url, LEADER_VIEW_TIMEOUT_S, outgoing_credentials(node.config)).get_json,
             f"/v1/streams/{name}/partitions/{p}",
         )
         return ReplicaView.from_json(body)
+    except (UnauthenticatedError, ForbiddenError, AuthUnavailableError):
+        if refusal_fails:
+            raise
+        return None
     except LiftlogError:
         return None
 
@@ -384,7 +409,7 @@ async def _elect_unclean(
     if url is None:
         raise UnavailableError("no controller is elected")
     response = await asyncio.to_thread(
-        RestClient(url).request,
+        RestClient(url, credentials=outgoing_credentials(node.config)).request,
         "POST",
         f"/v1/streams/{name}/partitions/{p}/unclean-election",
         params={"broker_id": candidate, "confirm": "true"},

@@ -334,6 +334,7 @@ class PartitionExporter:
             hw,
             max_records=self._config.max_records_per_file,
             max_bytes=self._config.max_bytes_per_file,
+            keep_encrypted=True,
         )
         if not chunk.records:
             return _Round(lake, first)

@@ -18,6 +18,7 @@ import pyarrow as pa
 from ingest.dedup import DedupWindow
 from ingest.produce_request import ProduceAck, ProduceRequest
 from ingest.purgatory import Purgatory
+from spark_log.crypto import ENCRYPTION_OVERHEAD, ValueCipher
 from spark_log.errors import (
     ExpectedOffsetMismatchError,
     LiftlogError,
@@ -63,10 +64,14 @@ class Sequencer:
         spec: StreamSpec,
         dedup: DedupWindow,
         on_error: Callable[[ProduceRequest, LiftlogError], None],
+        cipher: ValueCipher | None = None,
     ) -> None:
         self.spec = spec
         self.dedup = dedup
         self._on_error = on_error
+        self.cipher = cipher
+        """The partition's value cipher on an encrypted stream (values are encrypted as the
+        batch is encoded, so the log, followers and fetch traffic only ever hold ciphertext)."""
 
     def sequence(
         self,
@@ -97,8 +102,9 @@ class Sequencer:
             if req.records is not None:
                 self._flush_singles(singles, result, leader_epoch)
                 base = result.end_offset
-                for rb in _split(_batch_records(req, now), MAX_STORED_BATCH_BYTES):
-                    result.batches.append(encode_batch(base, leader_epoch, rb))
+                growth = ENCRYPTION_OVERHEAD if self.cipher is not None else 0
+                for rb in _split(_batch_records(req, now), MAX_STORED_BATCH_BYTES, growth):
+                    result.batches.append(encode_batch(base, leader_epoch, rb, self.cipher))
                     base += rb.num_rows
             else:
                 if not singles.timestamps:
@@ -130,13 +136,12 @@ class Sequencer:
             )
         return None
 
-    @staticmethod
-    def _flush_singles(singles: _Columns, result: CycleResult, leader_epoch: int) -> None:
+    def _flush_singles(self, singles: _Columns, result: CycleResult, leader_epoch: int) -> None:
         if singles.timestamps:
             rb = build_record_batch(
                 singles.timestamps, singles.keys, singles.values, singles.headers, singles.subjects
             )
-            result.batches.append(encode_batch(singles.base_offset, leader_epoch, rb))
+            result.batches.append(encode_batch(singles.base_offset, leader_epoch, rb, self.cipher))
             singles.clear()
 
 
@@ -176,12 +181,14 @@ class _Columns:
         self.subjects.append(req.subject)
 
 
-def _split(batch: pa.RecordBatch, max_bytes: int) -> list[pa.RecordBatch]:
+def _split(batch: pa.RecordBatch, max_bytes: int, growth_per_row: int = 0) -> list[pa.RecordBatch]:
     """Slices of at most ``max_bytes`` of Arrow data (at least one row each), so that every
-    stored batch fits in one NATS message when followers fetch it."""
-    if batch.nbytes <= max_bytes:
+    stored batch fits in one NATS message when followers fetch it; ``growth_per_row``: what
+    encoding adds to each row (an encrypted value's nonce and tag)."""
+    nbytes = batch.nbytes + growth_per_row * batch.num_rows
+    if nbytes <= max_bytes:
         return [batch]
-    rows = max(1, batch.num_rows * max_bytes // batch.nbytes)
+    rows = max(1, batch.num_rows * max_bytes // nbytes)
     return [batch.slice(start, rows) for start in range(0, batch.num_rows, rows)]
 
 

@@ -49,6 +49,12 @@ class NodeMetrics:
             _LABELS,
             registry=self.registry,
         )
+        self.internal_reply_drops = Counter(
+            "liftlog_internal_reply_drops",
+            "Messages dropped unstored because their reply subject is Liftlog's or the server's",
+            _LABELS,
+            registry=self.registry,
+        )
         self.high_watermark = Gauge(
             "liftlog_high_watermark",
             "High watermark per partition",

@@ -13,7 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from spark_log.config import NatsCredentials, NodeConfig
+from spark_log.config import NodeConfig
+from spark_log.nats_options import credential_options, nats_auth_options
+from spark_log.replication import cluster_token, node_inbox_prefix
+
+__all__ = ["credential_options", "nats_connect_options"]
 
 NATS_CONNECT_TIMEOUT_S = 10.0
 # seconds between two attempts on the same server (the next server is tried at once)
@@ -30,7 +34,9 @@ def nats_connect_options(config: NodeConfig) -> dict[str, Any]:
     """Keyword arguments for ``nats.connect`` (callbacks excluded) built from the config.
 
     The servers are tried in the configured order (``dont_randomize``): a node lists its own
-    (nearest) server first.
+    (nearest) server first. Replies to the node's requests (fetch and epoch responses, which
+    carry every stream's records) arrive under Liftlog's internal namespace, where only node
+    users may subscribe, rather than on the ``_INBOX.`` prefix publishers read their acks on.
     """
     return {
         "servers": list(config.nats_server_urls),
@@ -43,16 +49,6 @@ def nats_connect_options(config: NodeConfig) -> dict[str, Any]:
         "ping_interval": NATS_PING_INTERVAL_S,
         "max_outstanding_pings": NATS_MAX_OUTSTANDING_PINGS,
         "pending_size": RECONNECT_BUFFER_BYTES,
-        **credential_options(config.nats),
+        "inbox_prefix": node_inbox_prefix(cluster_token(config.zk_root)),
+        **nats_auth_options(config.nats),
     }
-
-
-def credential_options(credentials: NatsCredentials) -> dict[str, Any]:
-    """The nats-py options for one way of authenticating (none when nothing is set)."""
-    if credentials.user:
-        return {"user": credentials.user, "password": credentials.password}
-    if credentials.token:
-        return {"token": credentials.token}
-    if credentials.creds_file:
-        return {"user_credentials": credentials.creds_file}
-    return {}

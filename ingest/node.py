@@ -30,9 +30,11 @@ from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
 from coordinator.znodes import BrokerInfo
 from ingest.api.server import ApiServer
+from ingest.auth import NodeAuth
 from ingest.clock import SYSTEM_CLOCK, Clock
 from ingest.metrics import NodeMetrics
 from ingest.nats_connect import nats_connect_options
+from ingest.node_credentials import outgoing_credentials, prepare_node_credentials
 from ingest.replica_manager import ReplicaManager
 from spark_log.api_models import ControlledShutdownResult
 from spark_log.config import NodeConfig
@@ -66,17 +68,41 @@ def _shutdown_outcome(remaining: int) -> str:
     return "leadership not moved (no other broker to take it, or no controller answered)"
 
 
+def _log_auth_mode(config: NodeConfig) -> None:
+    """Say loudly when nobody's credentials are checked: that must never go unnoticed."""
+    if not config.auth.enabled:
+        log.warning(
+            "node %d: authentication is DISABLED (auth.enabled = false): anyone who reaches "
+            "the REST API may do anything",
+            config.broker_id,
+        )
+    elif not (config.auth.bootstrap_token or config.auth.bootstrap_token_file):
+        log.warning(
+            "node %d: no auth.bootstrap_token: only existing tokens and client certificates "
+            "of super users (%s) can administer the cluster",
+            config.broker_id,
+            ", ".join(config.auth.super_users),
+        )
+    if config.auth.enabled and not config.api_tls.enabled:
+        log.warning(
+            "node %d: the REST API is served without TLS (no api_tls): bearer tokens, the "
+            "tokens it creates and partitions' data keys cross the network in clear",
+            config.broker_id,
+        )
+
+
 class IngestNode:
     def __init__(self, config: NodeConfig, clock: Clock = SYSTEM_CLOCK) -> None:
         self.config = config
         self._clock = clock
         self.metrics = NodeMetrics()
         self.nc: NatsClient | None = None
-        self.zk = ZkSession(config.zk_connect, config.zk_root, config.zk_session_timeout_s)
+        self.zk = ZkSession.from_node_config(config)
         self.store = StreamStore(self.zk)
         self.replicas = ReplicaManager(
             config, self.store, self.metrics, self._publish, self._nats, self.zk, clock
         )
+        self.auth = NodeAuth(config.auth, self.zk)
         self.api = ApiServer(self, config.api_host, config.api_port)
         self.controller = Controller(
             self.zk,
@@ -115,6 +141,9 @@ class IngestNode:
         )
         await asyncio.to_thread(self.zk.start, ZK_START_TIMEOUT_S)
         self.zk.add_state_listener(self._on_zk_state)
+        await asyncio.to_thread(self.auth.start)  # REST answers 503 until tokens/ACLs load
+        await asyncio.to_thread(prepare_node_credentials, self.config)
+        _log_auth_mode(self.config)
         # Logs are recovered before the broker registers (as Kafka's log manager does): a
         # replica that lost durable data leaves its ISRs while no controller can count this
         # broker as live, so it is never elected in between.
@@ -149,6 +178,7 @@ class IngestNode:
                 await self.nc.drain()
         with contextlib.suppress(UnavailableError):
             await asyncio.to_thread(deregister_broker, self.zk, self.config.broker_id)
+        await asyncio.to_thread(self.auth.stop)
         await asyncio.to_thread(self.zk.stop)
         await self.api.stop()
         log.info("node %d stopped", self.config.broker_id)
@@ -214,7 +244,9 @@ class IngestNode:
         if url is None:
             raise UnavailableError("no controller is elected")
         response = await asyncio.to_thread(
-            RestClient(url, CONTROLLED_SHUTDOWN_TIMEOUT_S).request,
+            RestClient(
+                url, CONTROLLED_SHUTDOWN_TIMEOUT_S, outgoing_credentials(self.config)
+            ).request,
             "POST",
             "/v1/cluster/controlled-shutdown",
             json_body={"broker_id": broker_id},

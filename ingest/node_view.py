@@ -15,6 +15,7 @@ from coordinator.controller import Controller
 from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
 from coordinator.znodes import BrokerInfo
+from ingest.auth import NodeAuth
 from ingest.metrics import NodeMetrics
 from ingest.replica_manager import ReplicaManager
 from spark_log.config import NodeConfig
@@ -31,6 +32,7 @@ class NodeView(Protocol):
     controller: Controller
     nc: NatsClient | None
     ready: bool
+    auth: NodeAuth
 
     async def live_brokers(self) -> list[BrokerInfo]: ...
 

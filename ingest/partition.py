@@ -41,6 +41,7 @@ from ingest.tail_cache import TailCache
 from ingest.write_path import LeaderWritePath
 from spark_log.api_models import PartitionFlush
 from spark_log.config import NodeConfig
+from spark_log.crypto import ValueCipher
 from spark_log.errors import LiftlogError, NotLeaderError, StorageError, StreamPausedError
 from spark_log.lake import configured_table_uri
 from spark_log.lake.storage import lake_storage
@@ -79,6 +80,7 @@ class PartitionReplica:
         created_at_ms: int,
         lake_identity: LakeIdentity | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        cipher: ValueCipher | None = None,
     ) -> None:
         self.spec = spec
         self.partition = partition
@@ -114,7 +116,8 @@ class PartitionReplica:
         self._fetcher: ReplicaFetcher | None = None
         self._fetch_server: FetchServer | None = None
         self._exporter: PartitionExporter | None = None
-        self._reads = ReadPath(self.state.name, lambda: self.log, metrics)
+        self._cipher = cipher
+        self._reads = ReadPath(self.state.name, lambda: self.log, metrics, lambda: self._cipher)
         self._writes = LeaderWritePath(
             spec=spec,
             partition=self.state,
@@ -126,6 +129,7 @@ class PartitionReplica:
             hooks=self,
             write_lock=self._write_lock,
         )
+        self._writes.cipher = cipher
         self._subscription = PartitionSubscription(
             spec, partition, config.ingest, metrics, clock, self._writes.on_message
         )
@@ -148,6 +152,16 @@ class PartitionReplica:
         )
 
     # ----------------------------------------------------------------- the state, read through
+
+    @property
+    def cipher(self) -> ValueCipher | None:
+        """The value cipher of an encrypted stream's partition (None: clear, or no key yet)."""
+        return self._cipher
+
+    @cipher.setter
+    def cipher(self, cipher: ValueCipher | None) -> None:
+        self._cipher = cipher
+        self._writes.cipher = cipher
 
     @property
     def role(self) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from coordinator.preferred_leader import PreferredOutcome, preferred_replica
+from ingest.node_credentials import outgoing_credentials
 from ingest.node_view import NodeView
 from spark_log.api_models import PreferredElection, PreferredLeader
 from spark_log.errors import UnavailableError
@@ -27,7 +28,10 @@ async def elect_preferred(node: NodeView, stream: str, partition: int | None) ->
         raise UnavailableError("no controller is elected")
     params = {} if partition is None else {"partition": partition}
     response = await asyncio.to_thread(
-        RestClient(url).request, "POST", f"/v1/streams/{stream}/elect-preferred", params=params
+        RestClient(url, credentials=outgoing_credentials(node.config)).request,
+        "POST",
+        f"/v1/streams/{stream}/elect-preferred",
+        params=params,
     )
     return PreferredElection.from_json(response.json())
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ingest.arrow_guard import check_plain_type, refuse_compressed
 from spark_log.errors import InvalidRequestError, RecordTooLargeError
 from spark_log.log import RECORD_SCHEMA
 from spark_log.stream_spec import ACK_POLICIES, StreamSpec
@@ -25,6 +26,9 @@ from spark_log.wire import (
 )
 
 _HEADERS_TYPE = RECORD_SCHEMA.field("headers").type
+MAX_OFFSET = 2**63 - 1
+"""Offsets are int64 in every batch header and index."""
+MAX_OFFSET_DIGITS = len(str(MAX_OFFSET))
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,10 +119,16 @@ def check_record_size(size: int, spec: StreamSpec) -> None:
 
 
 def decode_arrow_stream(data: bytes, what: str) -> pa.Table:
+    """The table an Arrow IPC stream holds, validated in full: a crafted stream can declare
+    offsets pointing outside its buffers, which Arrow reads unchecked (a crash, not an error)
+    unless validated before anything touches the values."""
+    refuse_compressed(data, what)
     try:
-        return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
-    except (pa.ArrowInvalid, OSError) as exc:
+        table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+        table.validate(full=True)
+    except (pa.ArrowException, OSError, EOFError) as exc:
         raise InvalidRequestError(f"{what} is not a valid Arrow IPC stream: {exc}") from exc
+    return table
 
 
 def ack_policy_or_default(value: str | None, spec: StreamSpec) -> str:
@@ -135,20 +145,26 @@ def _ack_policy(value: str | None, spec: StreamSpec) -> str:
 
 
 def _expected_offset(value: str | None) -> int | None:
+    """An offset in ASCII digits (spaces around allowed): ``int()`` alone would also take
+    ``+7``, ``1_000`` and non-ASCII digits, and numbers past any offset a log can reach."""
     if value is None:
         return None
-    try:
-        offset = int(value)
-    except ValueError as exc:
-        raise InvalidRequestError(f"{HEADER_EXPECTED_OFFSET} is not an integer: {value!r}") from exc
-    if offset < 0:
-        raise InvalidRequestError(f"{HEADER_EXPECTED_OFFSET} must be >= 0")
+    text = value.strip()
+    if not (text.isascii() and text.isdigit()) or len(text) > MAX_OFFSET_DIGITS:
+        raise InvalidRequestError(
+            f"{HEADER_EXPECTED_OFFSET} must be an offset (digits 0-9), got {value[:40]!r}"
+        )
+    offset = int(text)
+    if offset > MAX_OFFSET:
+        raise InvalidRequestError(f"{HEADER_EXPECTED_OFFSET} must be at most {MAX_OFFSET}")
     return offset
 
 
 def _decode_producer_batch(fmt: str, data: bytes, spec: StreamSpec) -> pa.Table:
     if fmt.strip().lower() != BATCH_FORMAT_ARROW:
-        raise InvalidRequestError(f"{HEADER_BATCH} format {fmt!r} is not supported; use 'arrow'")
+        raise InvalidRequestError(
+            f"{HEADER_BATCH} format {fmt[:40]!r} is not supported; use 'arrow'"
+        )
     return normalize_batch_table(decode_arrow_stream(data, "producer batch"), spec)
 
 
@@ -156,12 +172,15 @@ def normalize_batch_table(table: pa.Table, spec: StreamSpec) -> pa.Table:
     """Check a producer batch's columns (``value`` required; ``key``, ``headers`` optional)."""
     if table.num_rows == 0:
         raise InvalidRequestError("producer batch is empty")
-    unknown = set(table.column_names) - {"key", "value", "headers"}
-    if unknown or "value" not in table.column_names:
+    names = table.column_names
+    unknown = set(names) - {"key", "value", "headers"}
+    if unknown or "value" not in names or len(set(names)) != len(names):
         raise InvalidRequestError(
             f"producer batch columns must be value and optionally key, headers; "
             f"got {table.column_names}"
         )
+    for field in table.schema:
+        check_plain_type(field.name, field.type)
     n = table.num_rows
     try:
         value = table.column("value").cast(pa.binary())
@@ -179,5 +198,17 @@ def normalize_batch_table(table: pa.Table, spec: StreamSpec) -> pa.Table:
         raise InvalidRequestError(f"producer batch has a column of the wrong type: {exc}") from exc
     if value.null_count:
         raise InvalidRequestError("producer batch has null values")
+    _check_header_entries(headers)
     check_record_size(pc.max(pc.binary_length(value)).as_py() or 0, spec)
     return pa.table({"key": key, "value": value, "headers": headers})
+
+
+def _check_header_entries(headers: pa.ChunkedArray) -> None:
+    """A row may have no headers (a null list), but every header it has needs a name and a
+    value: a stored null one would break every later fetch of the record."""
+    entries = pc.list_flatten(headers)
+    if entries.null_count:
+        raise InvalidRequestError("producer batch has a null header entry")
+    for index, part in enumerate(("name", "value")):
+        if pc.struct_field(entries, [index]).null_count:
+            raise InvalidRequestError(f"producer batch has a header with a null {part}")

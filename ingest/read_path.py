@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from ingest.metrics import NodeMetrics
+from spark_log.crypto import ValueCipher
 from spark_log.errors import OffsetOutOfRangeError
 from spark_log.log import PartitionLog, Record, records_from_batches
 from spark_log.log.fetch_table import table_from_batches
@@ -32,10 +33,18 @@ class FetchResult:
 class ReadPath:
     """Committed reads and the HW signal they wait on."""
 
-    def __init__(self, name: str, log_: Callable[[], PartitionLog], metrics: NodeMetrics) -> None:
+    def __init__(
+        self,
+        name: str,
+        log_: Callable[[], PartitionLog],
+        metrics: NodeMetrics,
+        cipher: Callable[[], ValueCipher | None] = lambda: None,
+    ) -> None:
         self._name = name
         self._log = log_
         self._metrics = metrics
+        self._cipher = cipher
+        """The partition's value cipher: encrypted values are decrypted here, on the node."""
         self._hw_event = asyncio.Event()
 
     def signal_high_watermark(self) -> None:
@@ -62,13 +71,14 @@ class ReadPath:
         if offset >= hw:
             return FetchResult([], hw, log_.log_start_offset)
         loop = asyncio.get_running_loop()
+        cipher = self._cipher()
         if arrow:
             table = await loop.run_in_executor(
-                None, _read_table, log_, offset, max_records, max_bytes, hw
+                None, _read_table, log_, offset, max_records, max_bytes, hw, cipher
             )
             return FetchResult([], hw, log_.log_start_offset, table)
         records = await loop.run_in_executor(
-            None, _read_records, log_, offset, max_records, max_bytes, hw
+            None, _read_records, log_, offset, max_records, max_bytes, hw, cipher
         )
         return FetchResult(records, hw, log_.log_start_offset)
 
@@ -90,14 +100,24 @@ class ReadPath:
 
 
 def _read_records(
-    log_: PartitionLog, offset: int, max_records: int, max_bytes: int, hw: int
+    log_: PartitionLog,
+    offset: int,
+    max_records: int,
+    max_bytes: int,
+    hw: int,
+    cipher: ValueCipher | None,
 ) -> list[Record]:
     data = log_.read(offset, max_bytes, hw)
-    return records_from_batches(data, offset, hw, max_records)
+    return records_from_batches(data, offset, hw, max_records, cipher=cipher)
 
 
 def _read_table(
-    log_: PartitionLog, offset: int, max_records: int, max_bytes: int, hw: int
+    log_: PartitionLog,
+    offset: int,
+    max_records: int,
+    max_bytes: int,
+    hw: int,
+    cipher: ValueCipher | None,
 ) -> pa.Table:
     data = log_.read(offset, max_bytes, hw)
-    return table_from_batches(data, offset, hw, max_records)
+    return table_from_batches(data, offset, hw, max_records, cipher=cipher)

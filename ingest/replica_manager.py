@@ -24,6 +24,7 @@ from typing import Any
 from coordinator import reassignment_store
 from coordinator.errors import VersionConflictError, ZkNotSentError
 from coordinator.isr import bump_epoch_after_restart, leave_isr_for_data_loss, update_isr
+from coordinator.partition_keys import load_cipher
 from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
 from coordinator.znodes import PartitionState, StreamRecord
@@ -34,6 +35,7 @@ from ingest.metrics import NodeMetrics
 from ingest.partition import IsrWriter, PartitionReplica
 from ingest.replication_throttle import ReplicationThrottle
 from spark_log.config import NodeConfig
+from spark_log.crypto import ValueCipher, master_key_provider
 from spark_log.errors import (
     LiftlogError,
     NotLeaderError,
@@ -44,6 +46,7 @@ from spark_log.errors import (
 from spark_log.lake.storage import lake_storage
 from spark_log.log import RecoveryLoss
 from spark_log.replication import cluster_token
+from spark_log.stream_spec import StreamSpec
 from spark_log.subjects import subject_matches
 
 log = logging.getLogger("liftlog.replicas")
@@ -88,6 +91,10 @@ class ReplicaManager:
         self.streams: dict[str, StreamView] = {}
         self._lock = asyncio.Lock()
         self.cluster = cluster_token(config.zk_root)
+        # read and checked at start: a bad master key fails the node, not its first write
+        self.key_provider = master_key_provider(config.encryption)
+        if self.key_provider is not None:
+            log.info("encryption at rest: master keys %s", ", ".join(self.key_provider.key_ids))
         storage = lake_storage(config.lake)
         self.lake_safety = LakeSafety(storage, metrics) if config.lake.enabled else None
         self._lake_identity = (
@@ -209,9 +216,12 @@ class ReplicaManager:
     ) -> PartitionReplica:
         replica = self.replicas.get(key)
         if replica is not None:
+            if replica.spec.encryption and replica.cipher is None:
+                replica.cipher = await self._partition_cipher(replica.spec, key[1])
             return replica
         record = view.record
         replica = PartitionReplica(
+            cipher=await self._partition_cipher(record.spec, key[1]),
             spec=record.spec,
             partition=key[1],
             directory=partition_dir(self._data_dir, record, key[1]),
@@ -231,6 +241,20 @@ class ReplicaManager:
         await replica.open()
         self.replicas[key] = replica
         return replica
+
+    async def _partition_cipher(self, spec: StreamSpec, partition: int) -> ValueCipher | None:
+        """An encrypted partition's value cipher, its data key unwrapped on this node. None
+        (clear stream, or no key: the replica still replicates the ciphertext bytes, but
+        refuses writes and reads until a reconcile finds the key)."""
+        if not spec.encryption:
+            return None
+        try:
+            return await asyncio.to_thread(
+                load_cipher, self._session, self.key_provider, spec.name, partition
+            )
+        except LiftlogError as exc:
+            log.error("no data key for %s/%d: %s", spec.name, partition, exc.message)
+            return None
 
     async def _guard_lost_data(
         self, key: tuple[str, int], replica: PartitionReplica, state: PartitionState, version: int

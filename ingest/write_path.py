@@ -26,8 +26,10 @@ from ingest.metrics import NodeMetrics
 from ingest.partition_state import Partition
 from ingest.produce_request import ProduceAck, ProduceRequest, request_from_nats
 from spark_log.config import IngestConfig
-from spark_log.errors import LiftlogError, StorageError, StreamPausedError
+from spark_log.crypto import ValueCipher
+from spark_log.errors import KeyUnavailableError, LiftlogError, StorageError, StreamPausedError
 from spark_log.log import PartitionLog, decode_header
+from spark_log.replication import is_internal_reply
 from spark_log.stream_spec import StreamSpec
 from spark_log.wire import ack_prefix, encode_ack, encode_duplicate_ack, encode_error
 
@@ -94,6 +96,7 @@ class LeaderWritePath:
         self._bytes_in = metrics.bytes_in.labels(*self._labels)
         self._duplicates = metrics.duplicates.labels(*self._labels)
         self._paused_drops = metrics.paused_drops.labels(*self._labels)
+        self._internal_reply_drops = metrics.internal_reply_drops.labels(*self._labels)
         self._publish = publish
         self._clock = clock
         self._hooks = hooks
@@ -136,6 +139,15 @@ class LeaderWritePath:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     @property
+    def cipher(self) -> ValueCipher | None:
+        return self._sequencer.cipher
+
+    @cipher.setter
+    def cipher(self, cipher: ValueCipher | None) -> None:
+        """The partition's value cipher (an encrypted stream whose data key was unwrapped)."""
+        self._sequencer.cipher = cipher
+
+    @property
     def dedup(self) -> DedupWindow:
         """The deduplication window (the sequencer owns it: it checks and records ids)."""
         return self._sequencer.dedup
@@ -149,6 +161,9 @@ class LeaderWritePath:
     async def on_message(self, msg: Any) -> None:
         """NATS callback: queue only; the writer task parses and validates. A paused stream
         answers at once and stores nothing."""
+        if msg.reply and is_internal_reply(msg.reply):
+            self._drop_internal_reply(msg.subject, msg.reply)
+            return
         if self._partition.paused:
             self._answer_paused(msg.subject, msg.reply)
             return
@@ -162,6 +177,18 @@ class LeaderWritePath:
             return
         self._queue.append(req)
         self._wakeup.set()
+
+    def _drop_internal_reply(self, subject: str, reply: str) -> None:
+        """A message naming a reply subject in Liftlog's namespace or the server's is dropped
+        unstored and unanswered. The ack would be published by the node under its own
+        identity, so a publisher could use it to put messages on the replication wire (or a
+        server API) that it may not publish itself. No legitimate publisher names such a
+        reply (its replies go to its own inbox), so the message is refused as a whole rather
+        than stored without its ack: a record whose producer can never learn its offset is
+        no use to it, and a publish that tries to misuse the node is refused whole rather
+        than half served."""
+        self._internal_reply_drops.inc()
+        log.debug("dropped a message on %s naming internal reply subject %s", subject, reply)
 
     def _answer_paused(self, subject: str, reply: str | None) -> None:
         """A publish to a paused stream: the typed error ack on its reply subject, or, with
@@ -243,13 +270,23 @@ class LeaderWritePath:
 
     async def _write_cycle(self, items: list[ProduceRequest]) -> None:
         """Sequence, encode and append one cycle; with fsync=always the flusher commits it."""
-        refusal = self._partition.write_refusal()
+        refusal = self._partition.write_refusal() or self._encryption_refusal()
         if refusal is not None:
             for req in items:
                 self._refuse(req, refusal)
             return
         async with self._write_lock:
             await self._write_cycle_locked(items)
+
+    def _encryption_refusal(self) -> LiftlogError | None:
+        """An encrypted stream whose data key this node could not unwrap stores nothing: a
+        value must never reach the log in clear."""
+        if self._spec.encryption and self._sequencer.cipher is None:
+            return KeyUnavailableError(
+                f"stream {self._spec.name} is encrypted and this node has no data key for "
+                f"partition {self._partition.partition} (is its master key configured?)"
+            )
+        return None
 
     async def _write_cycle_locked(self, items: list[ProduceRequest]) -> None:
         log_ = self._hooks.log

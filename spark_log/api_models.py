@@ -59,6 +59,7 @@ class StreamSummary(JsonModel):
     compaction: bool = False
     compaction_interval_s: float | None = None
     delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS
+    encryption: bool = False
     paused: bool = False
     created_at_ms: int = 0
 
@@ -136,6 +137,7 @@ class StreamDescription(JsonModel):
     compaction: bool = False
     compaction_interval_s: float | None = None
     delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS
+    encryption: bool = False
     paused: bool = False
     created_at_ms: int = 0
     lake: LakeRef | None = None
@@ -389,6 +391,8 @@ class ClusterInfo(JsonModel):
     brokers: tuple[BrokerInfo, ...] = ()
     controller: int | None = None
     this_broker: int | None = None
+    auth: str = "enabled"
+    """``enabled``, or ``disabled`` when the node was configured to check no credentials."""
 
     def api_urls(self) -> dict[int, str]:
         """REST base URL by broker id."""
@@ -404,3 +408,24 @@ class ControlledShutdownResult(JsonModel):
 @dataclass(frozen=True)
 class HealthStatus(JsonModel):
     status: str
+
+
+@dataclass(frozen=True)
+class EncryptionRotation(JsonModel):
+    """``POST /v1/encryption/rotate``: every data key is now wrapped by master key ``key_id``
+    (``rewrapped`` were moved to it, ``unchanged`` were under it already); no data rewritten."""
+
+    key_id: str
+    rewrapped: int
+    unchanged: int
+
+
+@dataclass(frozen=True)
+class PartitionDataKey(JsonModel):
+    """``GET /v1/streams/{stream}/partitions/{p}/data-key``: an encrypted partition's data key
+    (base64), unwrapped by the node for a consumer allowed to read the stream, so readers of
+    the lake's encrypted values (the Spark source) never hold the master key."""
+
+    stream: str
+    partition: int
+    data_key: str = field(repr=False)

@@ -30,6 +30,7 @@ from spark_log.api_models import (
     StreamList,
     StreamSummary,
 )
+from spark_log.credentials import ClientCredentials, rest_credentials
 from spark_log.errors import (
     InvalidRequestError,
     LiftlogError,
@@ -39,7 +40,9 @@ from spark_log.errors import (
     UnavailableError,
 )
 from spark_log.log import Record
+from spark_log.nats_config import NatsCredentials, nats_credentials_from_env
 from spark_log.nats_io import widen_read_buffer
+from spark_log.nats_options import nats_auth_options
 from spark_log.publish_retry import (
     DEFAULT_DELIVERY_TIMEOUT_S,
     possibly_stored,
@@ -99,9 +102,17 @@ class Client:
         nats_url: str | None = None,
         ack_timeout_s: float = DEFAULT_ACK_TIMEOUT_S,
         delivery_timeout_s: float | None = DEFAULT_DELIVERY_TIMEOUT_S,
+        nats_credentials: NatsCredentials | None = None,
+        token: str | None = None,
+        credentials: ClientCredentials | None = None,
     ) -> None:
-        self.rest = RestClient(servers)
+        # REST credentials: ``credentials`` (a token, a CA, a client certificate), ``token``
+        # alone, or else LIFTLOG_TOKEN / LIFTLOG_*_FILE / LIFTLOG_CREDENTIALS_FILE
+        self.rest = RestClient(servers, credentials=rest_credentials(token, credentials))
         self.nats_url = nats_url
+        # None: from LIFTLOG_NATS_* (anonymous when unset); resolved now, so a bad setting
+        # fails here rather than at the first publish
+        self._nats_options = nats_auth_options(nats_credentials or nats_credentials_from_env())
         """The NATS URL the user gave; None means: learn it from the cluster (again after the
         connection to a discovered server is lost)."""
         self._discovered_nats_url: str | None = None
@@ -512,7 +523,9 @@ class Client:
             try:
                 widen_read_buffer()
                 if given:
-                    self._nc = await nats.connect(url, max_reconnect_attempts=-1)
+                    self._nc = await nats.connect(
+                        url, max_reconnect_attempts=-1, **self._nats_options
+                    )
                 else:
                     # a discovered server may be gone for good (its broker died): give up on
                     # it after a few attempts, so the next call rediscovers from the cluster
@@ -521,6 +534,7 @@ class Client:
                         max_reconnect_attempts=DISCOVERED_NATS_RECONNECT_ATTEMPTS,
                         reconnect_time_wait=DISCOVERED_NATS_RECONNECT_WAIT_S,
                         closed_cb=self._on_discovered_nats_closed,
+                        **self._nats_options,
                     )
             except (nats.errors.Error, OSError) as exc:
                 raise UnavailableError(f"cannot connect to NATS at {url}: {exc}") from exc

@@ -13,8 +13,13 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from spark_log.auth_config import AuthConfig
+from spark_log.encryption_config import EncryptionConfig
 from spark_log.errors import ConfigError
+from spark_log.limits_config import LimitsConfig
+from spark_log.nats_config import NatsCredentials
 from spark_log.storage_options import checked_storage_options
+from spark_log.tls_config import ApiTlsConfig, ZkSecurityConfig
 from spark_log.toml_file import read_toml
 from spark_log.typed_config import from_mapping
 
@@ -146,27 +151,6 @@ class LakeConfig:
 
 
 @dataclass(frozen=True)
-class NatsCredentials:
-    """How the node authenticates to NATS (``[nats]``): user/password, a token, or a
-    ``.creds`` file (JWT + nkey seed; needs the ``nkeys`` package), at most one kind.
-
-    Secrets stay out of ``repr`` so they never reach a log line.
-    """
-
-    user: str = ""
-    password: str = field(default="", repr=False)
-    token: str = field(default="", repr=False)
-    creds_file: str = ""
-
-    def __post_init__(self) -> None:
-        if bool(self.user) != bool(self.password):
-            raise ConfigError("nats.user and nats.password must be set together")
-        kinds = [k for k in ("user", "token", "creds_file") if getattr(self, k)]
-        if len(kinds) > 1:
-            raise ConfigError(f"nats: set one way to authenticate, got {', '.join(kinds)}")
-
-
-@dataclass(frozen=True)
 class NodeConfig:
     """One ingest node: its identity, where it listens and what it talks to."""
 
@@ -194,6 +178,11 @@ class NodeConfig:
     log: LogConfig = field(default_factory=LogConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
     lake: LakeConfig = field(default_factory=LakeConfig)
+    auth: AuthConfig = field(default_factory=AuthConfig)
+    api_tls: ApiTlsConfig = field(default_factory=ApiTlsConfig)
+    zk_security: ZkSecurityConfig = field(default_factory=ZkSecurityConfig)
+    encryption: EncryptionConfig = field(default_factory=EncryptionConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
 
     def __post_init__(self) -> None:
         if self.broker_id < 0:
@@ -210,14 +199,17 @@ class NodeConfig:
             raise ConfigError("reassignment_throttle_bytes_per_s must be >= 0 (0: unthrottled)")
         _check_nats_servers(self.nats_url, self.nats_servers)
         _check_url(self.api_advertised_url, "api_advertised_url", ("http://", "https://"))
+        if self.api_tls.enabled and self.api_advertised_url.startswith("http://"):
+            raise ConfigError("api_advertised_url must be https:// when api_tls is set")
         _check_url(self.nats_advertised_url, "nats_advertised_url", NATS_URL_SCHEMES)
         object.__setattr__(self, "nats_servers", tuple(self.nats_servers))
         object.__setattr__(self, "lake", self.lake.resolved(self.data_dir))
 
     @property
     def api_url(self) -> str:
-        """Where this node's REST server listens (the bind address, for local probes)."""
-        return f"http://{self.api_host}:{self.api_port}"
+        """Where this node's REST server listens (the bind address, for local probes);
+        ``https://`` when ``api_tls`` is on."""
+        return f"{self.api_tls.scheme}://{self.api_host}:{self.api_port}"
 
     @property
     def advertised_api_url(self) -> str:

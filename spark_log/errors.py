@@ -113,6 +113,35 @@ class UnavailableError(LiftlogError):
     code = "unavailable"
 
 
+class UnauthenticatedError(LiftlogError):
+    """No credential, or one no node knows (a wrong, unknown or revoked token): 401."""
+
+    code = "unauthenticated"
+
+
+class ForbiddenError(LiftlogError):
+    """The caller is known but no ACL allows the action on the resource (or one denies
+    it): 403, the message naming principal, action and resource."""
+
+    code = "forbidden"
+
+
+class AuthUnavailableError(UnavailableError):
+    """The node cannot judge a request safely: its copy of the tokens and ACLs is too old
+    (ZooKeeper unreachable) or holds an ACL it cannot read, which might be a deny. Refused
+    (503) rather than judged on what might be stale or incomplete; super users still pass."""
+
+    code = "auth_unavailable"
+
+
+class TokenNotFoundError(LiftlogError):
+    code = "token_not_found"
+
+
+class AclNotFoundError(LiftlogError):
+    code = "acl_not_found"
+
+
 class NoRespondersError(UnavailableError):
     """Nothing subscribes to the NATS subject a publish went to (nats-server's no-responders
     status): the stream does not record that subject, or its partition has no live leader."""
@@ -137,3 +166,38 @@ class LakeError(LiftlogError):
     adapter); exports retry with backoff, so this is transient unless it persists."""
 
     code = "lake_error"
+
+
+class RequestTooLargeError(LiftlogError):
+    """A request body is larger than ``limits.max_request_bytes``; refused before it is read
+    whole, so no client can make a node buffer an unbounded body."""
+
+    code = "request_too_large"
+
+
+class LimitExceededError(LiftlogError):
+    """Creating the stream would take the cluster over a ``[limits]`` bound (the number of
+    streams or of partitions); the message names the key and its value."""
+
+    code = "limit_exceeded"
+
+
+class EncryptionUnavailableError(LiftlogError):
+    """An encrypted stream was asked of a node (or cluster) without a master key: refused
+    before anything is stored, never silently created in clear."""
+
+    code = "encryption_unavailable"
+
+
+class KeyUnavailableError(LiftlogError):
+    """A partition's data key cannot be had: its znode is missing, or no configured master key
+    has the id that wrapped it (a node started without the key a rotation moved to)."""
+
+    code = "key_unavailable"
+
+
+class DecryptionError(LiftlogError):
+    """An encrypted value failed AES-GCM authentication (tampered bytes or the wrong key):
+    reported, never returned as garbage."""
+
+    code = "decryption_failed"

@@ -32,6 +32,23 @@ def cluster_token(zk_root: str) -> str:
     return hashlib.sha1(zk_root.encode()).hexdigest()[:12]
 
 
+def node_inbox_prefix(cluster: str) -> str:
+    """The inbox prefix a node's NATS connection uses for its requests (``inbox_prefix``).
+
+    Fetch and epoch responses carry raw batches of every stream. On nats-py's default
+    ``_INBOX.`` prefix any user allowed to subscribe to ``_INBOX.>`` (every publisher, to get
+    its acks) could read them; under ``_LIFTLOG.`` only node users may subscribe.
+    """
+    return f"{SUBJECT_PREFIX}.{cluster}.inbox"
+
+
+def is_internal_reply(reply: str) -> bool:
+    """Whether a reply subject lies in Liftlog's namespace (``_LIFTLOG.``) or nats-server's
+    (``$...``): no publisher may ask a node to publish there, since the node would then
+    write on the replication wire (or a server API) in its own name."""
+    return reply.startswith("$") or reply.split(".", 1)[0] == SUBJECT_PREFIX
+
+
 def fetch_subject(cluster: str, stream: str, partition: int, leader: int) -> str:
     """Served only by ``leader``: a deposed leader of the same partition listens elsewhere."""
     return f"{SUBJECT_PREFIX}.{cluster}.fetch.{stream}.{partition}.{leader}"

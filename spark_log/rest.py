@@ -13,6 +13,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from spark_log.credentials import ClientCredentials
 from spark_log.errors import InvalidRequestError, LiftlogError, UnavailableError
 from spark_log.wire import error_from_json
 
@@ -43,9 +44,19 @@ def parse_servers(servers: str | list[str] | tuple[str, ...]) -> list[str]:
 
 
 class RestClient:
-    def __init__(self, servers: str | list[str], timeout_s: float = DEFAULT_REST_TIMEOUT_S) -> None:
+    """``credentials``: what to present to the nodes; None reads them from the environment
+    (``LIFTLOG_TOKEN``, ...) or the credentials file (see ``spark_log.credentials``)."""
+
+    def __init__(
+        self,
+        servers: str | list[str],
+        timeout_s: float = DEFAULT_REST_TIMEOUT_S,
+        credentials: ClientCredentials | None = None,
+    ) -> None:
         self.servers = parse_servers(servers)
         self.timeout_s = timeout_s
+        self.credentials = ClientCredentials.resolve() if credentials is None else credentials
+        self._ssl_context = self.credentials.ssl_context()
 
     def request(
         self,
@@ -61,16 +72,18 @@ class RestClient:
     ) -> RestResponse:
         """Send to ``server`` or the first server that answers; raise typed errors."""
         query = urllib.parse.urlencode({k: v for k, v in (params or {}).items() if v is not None})
-        hdrs = dict(headers or {})
+        hdrs = {**self.credentials.headers(), **(headers or {})}
         if json_body is not None:
             data = json.dumps(json_body).encode()
             hdrs.setdefault("Content-Type", "application/json")
         last: Exception | None = None
         for base in [server] if server else self.servers:
             url = f"{base}{path}" + (f"?{query}" if query else "")
-            req = urllib.request.Request(url, data=data, method=method, headers=hdrs)
+            req = _build_request(url, data, method, hdrs)
             try:
-                with urllib.request.urlopen(req, timeout=timeout_s or self.timeout_s) as resp:
+                with urllib.request.urlopen(
+                    req, timeout=timeout_s or self.timeout_s, context=self._ssl_context
+                ) as resp:
                     headers = {k.lower(): v for k, v in resp.headers.items()}
                     return RestResponse(resp.status, headers, resp.read())
             except urllib.error.HTTPError as exc:
@@ -81,6 +94,21 @@ class RestClient:
 
     def get_json(self, path: str, **kwargs: Any) -> Any:
         return self.request("GET", path, **kwargs).json()
+
+
+def _build_request(
+    url: str, data: bytes | None, method: str, headers: dict[str, str]
+) -> urllib.request.Request:
+    """urllib copies ordinary headers onto a redirect's target, which would hand a bearer
+    token to whatever host a (compromised or misconfigured) node redirects to; an unredirected
+    header is sent to ``url`` only."""
+    req = urllib.request.Request(url, data=data, method=method)
+    for name, value in headers.items():
+        if name.lower() == "authorization":
+            req.add_unredirected_header(name, value)
+        else:
+            req.add_header(name, value)
+    return req
 
 
 def _typed_error(exc: urllib.error.HTTPError) -> LiftlogError:

@@ -10,6 +10,7 @@ the CLI rewrites such references into its flags (``--load-balance``) in one plac
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -26,6 +27,19 @@ DEFAULT_ACK_POLICY: AckPolicy = "all"
 DEFAULT_MAX_RECORD_BYTES = 1024 * 1024
 MAX_PARTITIONS = 1024
 MAX_STREAM_NAME_LENGTH = 200
+# NATS refuses a protocol line over max_control_line (4 KiB by default) and drops the connection:
+# a subscription to a longer subject would cut the node off NATS, every reconnect again
+MAX_SUBJECT_LENGTH = 1024
+# counts, bytes and ms are int64 wherever they are stored or computed on (Arrow, the log)
+MAX_SPEC_INT = 2**63 - 1
+_BOUNDED_INTS = (
+    "replication_factor",
+    "retention_ms",
+    "retention_bytes",
+    "retention_messages",
+    "max_record_bytes",
+    "delete_retention_ms",
+)
 # Kafka's delete.retention.ms default: a tombstone stays readable for a day after it could be
 # compacted away, so a consumer that is less than a day behind still sees the delete.
 DEFAULT_DELETE_RETENTION_MS = 24 * 60 * 60 * 1000
@@ -57,6 +71,10 @@ class StreamSpec:
     delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS
     """Kafka's ``delete.retention.ms``: how long a tombstone (a key with an empty value)
     outlives the records it deletes before compaction removes it too."""
+    encryption: bool = False
+    """Encryption at rest: values are stored AES-GCM encrypted under a per-partition data key
+    (keys, headers, timestamps and subjects stay clear; docs/security.md). Needs a master key
+    on every node."""
 
     def __post_init__(self) -> None:
         validate_stream_name(self.name)
@@ -73,6 +91,10 @@ class StreamSpec:
                 raise InvalidRequestError(f'"{name}" must be > 0 when set')
         if self.max_record_bytes <= 0:
             raise InvalidRequestError('"max_record_bytes" must be > 0')
+        for name in _BOUNDED_INTS:
+            value = getattr(self, name)
+            if value is not None and value > MAX_SPEC_INT:
+                raise InvalidRequestError(f'"{name}" must be at most {MAX_SPEC_INT}')
         _validate_compaction(self)
         if self.partitions > 1 and not self.load_balance and self.subject.endswith(">"):
             raise InvalidRequestError(
@@ -115,8 +137,8 @@ def _validate_compaction(spec: StreamSpec) -> None:
             raise InvalidRequestError(
                 '"compaction_interval_s" needs compaction: set "compaction": true'
             )
-        if spec.compaction_interval_s <= 0:
-            raise InvalidRequestError('"compaction_interval_s" must be > 0 when set')
+        if not 0 < spec.compaction_interval_s < math.inf:
+            raise InvalidRequestError('"compaction_interval_s" must be > 0 and finite when set')
     if spec.delete_retention_ms < 0:
         raise InvalidRequestError('"delete_retention_ms" must be >= 0')
 
@@ -131,9 +153,30 @@ def validate_stream_name(name: str) -> None:
 
 def validate_subject(subject: str) -> None:
     """A NATS subject: dot-separated tokens; '*' a whole token, '>' only the last token."""
+    if not subject.isprintable() or len(subject.encode()) > MAX_SUBJECT_LENGTH:
+        raise InvalidRequestError(
+            f"invalid NATS subject {subject[:60]!r}: at most {MAX_SUBJECT_LENGTH} bytes, "
+            "no control characters"
+        )
     tokens = subject.split(".") if subject else [""]
     for i, token in enumerate(tokens):
         if token == "*" or (token == ">" and i == len(tokens) - 1):
             continue
         if not _TOKEN_RE.match(token):
             raise InvalidRequestError(f"invalid NATS subject {subject!r}")
+    _refuse_internal_subject(subject, tokens[0])
+
+
+_INTERNAL_FIRST_TOKENS = ("_LIFTLOG", "_INBOX")
+
+
+def _refuse_internal_subject(subject: str, first: str) -> None:
+    """A stream records every message on its subject, so a subject that can match Liftlog's
+    control traffic (``_LIFTLOG``), request replies (``_INBOX``) or nats-server's own subjects
+    (``$SYS``, ``$JS``...) would let whoever creates the stream read that traffic. A wildcard
+    first token (``>``, ``*.x``) matches those prefixes too, so it is refused as well."""
+    if first in ("*", ">") or first.startswith("$") or first in _INTERNAL_FIRST_TOKENS:
+        raise InvalidRequestError(
+            f"NATS subject {subject!r} could match internal traffic: a stream subject cannot "
+            "start with a wildcard, '$', '_LIFTLOG' or '_INBOX'"
+        )

@@ -24,6 +24,7 @@ from spark_log.client import (
     Client,
     Start,
 )
+from spark_log.credentials import ClientCredentials, rest_credentials
 from spark_log.log import Record
 from spark_log.loop_thread import LoopThread
 from spark_log.publish_retry import DEFAULT_DELIVERY_TIMEOUT_S
@@ -54,11 +55,19 @@ class SyncClient:
         nats_url: str | None = None,
         ack_timeout_s: float = DEFAULT_ACK_TIMEOUT_S,
         delivery_timeout_s: float | None = DEFAULT_DELIVERY_TIMEOUT_S,
+        token: str | None = None,
+        credentials: ClientCredentials | None = None,
     ) -> None:
         self._loop = LoopThread("liftlog-sync-client")
         try:
             self._client = self._loop.run(
-                _make_client(servers, nats_url, ack_timeout_s, delivery_timeout_s)
+                _make_client(
+                    servers,
+                    nats_url,
+                    ack_timeout_s,
+                    delivery_timeout_s,
+                    rest_credentials(token, credentials),
+                )
             )
         except BaseException:
             self._loop.stop()  # no client, so nothing else would ever stop the thread
@@ -201,6 +210,7 @@ async def _make_client(
     nats_url: str | None,
     timeout_s: float,
     delivery_timeout_s: float | None,
+    credentials: ClientCredentials,
 ) -> Client:
     """Build the client on its loop, so everything it creates belongs there."""
     return Client(
@@ -208,4 +218,5 @@ async def _make_client(
         nats_url=nats_url,
         ack_timeout_s=timeout_s,
         delivery_timeout_s=delivery_timeout_s,
+        credentials=credentials,
     )

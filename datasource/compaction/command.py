@@ -24,6 +24,7 @@ from datasource.compaction.settings import (
     Progress,
 )
 from datasource.compaction.target import describe_target
+from spark_log.credentials import ClientCredentials
 from spark_log.lake.packing import DEFAULT_TARGET_FILE_BYTES
 from spark_log.rest import RestClient
 
@@ -31,9 +32,17 @@ BYTES_PER_MB = 1024 * 1024
 T = TypeVar("T")
 
 
+def _credentials(args: argparse.Namespace) -> ClientCredentials:
+    """``--token``, ``--ca-file``, ... (the CLI's credential flags), else env and file."""
+    given = {k: getattr(args, k, None) for k in ("token", "ca_file", "cert_file", "key_file")}
+    return ClientCredentials.resolve(
+        given, credentials_file=getattr(args, "credentials_file", None)
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     options = options_from_args(args)
-    client = RestClient(args.server)
+    client = RestClient(args.server, credentials=_credentials(args))
     if not args.watch and not args.stream:
         raise InvalidCompactionOptionError("name the stream to compact (or use --watch)")
     say = _progress(sys.stderr if args.json else sys.stdout)

@@ -12,6 +12,11 @@ from fastapi_offline import FastAPIOffline
 from pydantic import ValidationError
 
 from ingest import admin, decommission, preferred_election, reassign
+from ingest.api.auth import auth_dependency, principal_of
+from ingest.api.auth_first import authenticating_route_class
+from ingest.api.auth_routes import install_auth_routes
+from ingest.api.body_limit import BodyLimitMiddleware
+from ingest.api.encryption_routes import install_encryption_routes
 from ingest.api.errors import ERROR_RESPONSES, install_error_handlers
 from ingest.api.models import (
     ControlledShutdown,
@@ -48,10 +53,11 @@ from spark_log.api_models import (
     StreamList,
     UncleanElection,
 )
+from spark_log.auth import Action, stream_resource
 from spark_log.errors import (
     InvalidRequestError,
     NotLeaderError,
-    RecordTooLargeError,
+    RequestTooLargeError,
     UnavailableError,
 )
 from spark_log.log import Record
@@ -62,8 +68,6 @@ from spark_log.wire import ARROW_STREAM_MEDIA_TYPE, HEADER_KEY
 if TYPE_CHECKING:
     from ingest.node_view import NodeView as IngestNode
 
-MAX_PUBLISH_BODY_BYTES = 64 * 1024 * 1024
-
 Encoding = Annotated[str, Query(pattern="^(base64|utf-8)$", description="key/value encoding")]
 
 
@@ -73,12 +77,18 @@ def create_app(node: IngestNode) -> FastAPI:
         version="0.1.0",
         description="Durable, partitioned, offset-addressed streams recorded from NATS subjects.",
         responses=ERROR_RESPONSES,
-        dependencies=[Depends(refuse_unknown_params)],
+        # who the caller is and whether it may, before anything else about the request
+        dependencies=[Depends(auth_dependency(node.auth)), Depends(refuse_unknown_params)],
     )
+    # before any route is added: routes that declare a body authenticate before parsing it
+    app.router.route_class = authenticating_route_class(node.auth)
     install_error_handlers(app)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=node.config.limits.max_request_bytes)
     _stream_routes(app, node)
     _record_routes(app, node)
     _cluster_routes(app, node)
+    install_auth_routes(app, node, node.auth)
+    install_encryption_routes(app, node)
     return app
 
 
@@ -98,8 +108,16 @@ def _stream_routes(app: FastAPI, node: IngestNode) -> None:
         return described
 
     @app.get("/v1/streams", tags=["streams"], response_model=StreamList)
-    async def list_streams() -> StreamList:
-        return StreamList(tuple(await admin.list_streams(node)))
+    async def list_streams(request: Request) -> StreamList:
+        """The streams the caller may describe (all of them for a super user)."""
+        principal = principal_of(request)
+        return StreamList(
+            tuple(
+                s
+                for s in await admin.list_streams(node)
+                if node.auth.allows(principal, Action.DESCRIBE, stream_resource(s.name))
+            )
+        )
 
     @app.get("/v1/streams/{stream}", tags=["streams"], response_model=StreamDescription)
     async def describe_stream(stream: str) -> StreamDescription:
@@ -215,7 +233,9 @@ def _record_routes(app: FastAPI, node: IngestNode) -> None:
         stream: str,
         partition: int,
         offset: Annotated[int | None, Query(ge=0)] = None,
-        timestamp: Annotated[int | None, Query(description="ms since epoch")] = None,
+        timestamp: Annotated[
+            int | None, Query(ge=-(2**63), le=2**63 - 1, description="ms since epoch")
+        ] = None,
         max_records: Annotated[int, Query(ge=1)] = 1000,
         max_bytes: Annotated[int, Query(ge=1)] = 1024 * 1024,
         wait_ms: Annotated[int, Query(ge=0)] = 0,
@@ -289,7 +309,7 @@ def _record_routes(app: FastAPI, node: IngestNode) -> None:
         replica = node.replicas.replica(stream, partition)
         policy = ack_policy_or_default(ack_policy, replica.spec)
         subject = replica.spec.partition_subject(partition)
-        data = await _read_body(request)
+        data = await _read_body(request, node.config.limits.max_request_bytes)
         if request.headers.get("content-type", "").startswith(ARROW_STREAM_MEDIA_TYPE):
             requests = [_arrow_request(data, replica.spec, subject, policy)]
         else:
@@ -309,6 +329,7 @@ def _cluster_routes(app: FastAPI, node: IngestNode) -> None:
             brokers=tuple(BrokerInfo(b.broker_id, b.host, b.api_url, b.nats_url) for b in brokers),
             controller=await node.controller_id(),
             this_broker=node.config.broker_id,
+            auth="enabled" if node.auth.enabled else "disabled",
         )
 
     @app.post(
@@ -390,7 +411,10 @@ def _decode(text: str | None, encoding: str, what: str) -> bytes | None:
     if text is None:
         return None
     if encoding == "utf-8":
-        return text.encode()
+        try:
+            return text.encode()
+        except UnicodeEncodeError as exc:  # a lone surrogate (JSON's "\ud800")
+            raise InvalidRequestError(f"{what} is not valid UTF-8 text") from exc
     try:
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as exc:
@@ -411,15 +435,16 @@ def _json_request(
     return local_request(subject, policy, key=key, value=value, headers=headers or None)
 
 
-async def _read_body(request: Request) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_PUBLISH_BODY_BYTES:
-        raise RecordTooLargeError(f"request body exceeds {MAX_PUBLISH_BODY_BYTES} bytes")
+async def _read_body(request: Request, max_bytes: int) -> bytes:
+    """The publish body; BodyLimitMiddleware bounds it already, this keeps the route safe
+    wherever it is mounted."""
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > MAX_PUBLISH_BODY_BYTES:
-            raise RecordTooLargeError(f"request body exceeds {MAX_PUBLISH_BODY_BYTES} bytes")
+        if size > max_bytes:
+            raise RequestTooLargeError(
+                f"request body is over limits.max_request_bytes ({max_bytes} bytes)"
+            )
         chunks.append(chunk)
     return b"".join(chunks)
 

@@ -26,12 +26,15 @@ STATUS_BY_CODE: dict[str, int] = {
     "partition_not_found": 404,
     "stream_exists": 409,
     "record_too_large": 413,
+    "request_too_large": 413,
+    "limit_exceeded": 409,
     "offset_out_of_range": 416,
     "not_leader": 421,
     "stream_paused": 409,
     "not_enough_replicas": 503,
     "not_enough_replicas_after_append": 503,
     "unavailable": 503,
+    "auth_unavailable": 503,
     "coordinator_error": 503,
     "storage_error": 503,
     "lake_error": 503,
@@ -46,8 +49,21 @@ STATUS_BY_CODE: dict[str, int] = {
     "invalid_isr": 400,
     "reassignment_in_progress": 409,
     "no_reassignment": 404,
+    "encryption_unavailable": 400,
+    "key_unavailable": 503,
+    "decryption_failed": 500,
+    "unauthenticated": 401,
+    "forbidden": 403,
+    "token_not_found": 404,
+    "acl_not_found": 404,
 }
 
+# Errors that report bad stored data, not a defect of the code: logged with the partition
+# they came from so an operator can find it.
+DATA_ERROR_CODES = frozenset({"decryption_failed"})
+
+# A 401 says how to authenticate (RFC 6750).
+HEADERS_BY_CODE: dict[str, dict[str, str]] = {"unauthenticated": {"WWW-Authenticate": "Bearer"}}
 
 # Every route may answer these; OpenAPI shows the error body for each.
 ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
@@ -71,11 +87,23 @@ def error_body(code: str, message: str) -> dict[str, dict[str, str]]:
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(LiftlogError)
-    async def _liftlog(_request: Request, exc: LiftlogError) -> JSONResponse:
+    async def _liftlog(request: Request, exc: LiftlogError) -> JSONResponse:
         status = STATUS_BY_CODE.get(exc.code, 500)
-        if status == 500:
+        if exc.code in DATA_ERROR_CODES:
+            log.error(
+                "stored data error %s on stream %s partition %s: %s",
+                exc.code,
+                request.path_params.get("stream", "-"),
+                request.path_params.get("partition", "-"),
+                exc.message,
+            )
+        elif status == 500:
             log.error("unmapped error %s: %s", exc.code, exc.message)
-        return JSONResponse(error_body(exc.code, exc.message), status_code=status)
+        return JSONResponse(
+            error_body(exc.code, exc.message),
+            status_code=status,
+            headers=HEADERS_BY_CODE.get(exc.code),
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -84,8 +112,19 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        code = {400: "invalid_request", 404: "not_found", 405: "method_not_allowed"}.get(
+            exc.status_code, "http_error"
+        )
         return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_request: Request, _exc: Exception) -> JSONResponse:
+        """The last resort for a defect: still the documented JSON error, never a traceback
+        (the server logs the exception itself)."""
+        return JSONResponse(
+            error_body("internal_error", "internal error; the node's log has the details"),
+            status_code=500,
+        )
 
 
 def _location(err: dict) -> str:

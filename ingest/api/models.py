@@ -42,6 +42,11 @@ class StreamCreate(_Strict):
         ge=0,
         description="How long a tombstone (key, empty value) survives compaction",
     )
+    encryption: bool = Field(
+        False,
+        description="Encrypt values at rest (needs a master key on every node; "
+        "refused with encryption_unavailable otherwise)",
+    )
 
 
 class PublishRecord(_Strict):

@@ -1,15 +1,19 @@
-"""uvicorn inside the node's own event loop (no second loop, no thread)."""
+"""uvicorn inside the node's own event loop (no second loop, no thread), over HTTPS when the
+node config has ``[api_tls]``."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import Generator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
 from ingest.api.app import create_app
+from ingest.api.tls_extension import HttpToolsTlsProtocol
+from spark_log.tls_config import ApiTlsConfig
 
 if TYPE_CHECKING:
     from ingest.node_view import NodeView as IngestNode
@@ -25,6 +29,26 @@ class _EmbeddedServer(uvicorn.Server):
         yield
 
 
+def tls_options(tls: ApiTlsConfig) -> dict[str, Any]:
+    """uvicorn's TLS settings for ``[api_tls]``: none without a certificate; with a CA, client
+    certificates signed by it are verified when presented (CERT_OPTIONAL: tokens still work
+    without one) or demanded (CERT_REQUIRED with ``require_client_cert``). The protocol puts
+    the verified certificate in the request scope, where ``client_cert_principal`` reads it."""
+    if not tls.enabled:
+        return {}
+    options: dict[str, Any] = {
+        "ssl_certfile": tls.cert_file,
+        "ssl_keyfile": tls.key_file,
+        "http": HttpToolsTlsProtocol,
+    }
+    if tls.ca_file:
+        options["ssl_ca_certs"] = tls.ca_file
+        options["ssl_cert_reqs"] = (
+            ssl.CERT_REQUIRED if tls.require_client_cert else ssl.CERT_OPTIONAL
+        )
+    return options
+
+
 class ApiServer:
     def __init__(self, node: IngestNode, host: str, port: int) -> None:
         config = uvicorn.Config(
@@ -34,6 +58,7 @@ class ApiServer:
             log_level="warning",
             lifespan="off",
             access_log=False,
+            **tls_options(node.config.api_tls),
         )
         self._server = _EmbeddedServer(config)
         self._task: asyncio.Task[None] | None = None

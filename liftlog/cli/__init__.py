@@ -14,9 +14,11 @@ import sys
 
 import argcomplete
 
+from liftlog.cli.auth import add_acl_parser, add_auth_parser
 from liftlog.cli.cluster import add_cluster_parser
 from liftlog.cli.compact import add_compact_parser
 from liftlog.cli.completion import add_completion_parser
+from liftlog.cli.encryption import add_encryption_parser
 from liftlog.cli.flags import field_flags, to_cli_words
 from liftlog.cli.parsing import parse_command_line
 from liftlog.cli.publish import add_publish_parser
@@ -69,6 +71,9 @@ def _parser_and_flags() -> tuple[argparse.ArgumentParser, dict[str, str]]:
     add_publish_parser(sub)
     add_tail_parser(sub)
     add_compact_parser(sub)
+    add_auth_parser(sub)
+    add_acl_parser(sub)
+    add_encryption_parser(sub)
     add_bench_parser(sub)
     add_demo_parser(sub)
     add_completion_parser(sub)

@@ -6,6 +6,7 @@ import argparse
 import os
 from typing import Any
 
+from spark_log.credentials import ENV_CREDENTIALS_FILE, ENV_NAMES, ClientCredentials
 from spark_log.rest import DEFAULT_SERVER, RestClient
 
 SERVER_ENV = "LIFTLOG_SERVER"
@@ -22,6 +23,45 @@ def add_server_arg(parser: argparse.ArgumentParser) -> None:
         default=from_env or DEFAULT_SERVER,
         help=f"REST base URL(s) of any node, comma-separated (default: {source})",
     )
+    add_credential_args(parser)
+
+
+def add_credential_args(parser: argparse.ArgumentParser) -> None:
+    """What to present to the nodes; each flag falls back to its ``LIFTLOG_*`` variable,
+    then to the credentials file (see docs/security.md)."""
+    group = parser.add_argument_group("credentials")
+    group.add_argument(
+        "--token", default=None, help=f"bearer token (default: ${ENV_NAMES['token']})"
+    )
+    group.add_argument(
+        "--ca-file",
+        default=None,
+        help=f"CA to verify https:// nodes (default: ${ENV_NAMES['ca_file']})",
+    )
+    group.add_argument(
+        "--cert-file",
+        default=None,
+        help=f"client certificate for mTLS (default: ${ENV_NAMES['cert_file']})",
+    )
+    group.add_argument(
+        "--key-file", default=None, help=f"its private key (default: ${ENV_NAMES['key_file']})"
+    )
+    group.add_argument(
+        "--credentials-file",
+        default=None,
+        help="TOML file with token, ca_file, cert_file, key_file "
+        f"(default: ${ENV_CREDENTIALS_FILE})",
+    )
+
+
+def credentials(args: argparse.Namespace) -> ClientCredentials:
+    """The flags first, then the environment, then the credentials file."""
+    given = {
+        name: getattr(args, name, None) for name in ("token", "ca_file", "cert_file", "key_file")
+    }
+    return ClientCredentials.resolve(
+        given, credentials_file=getattr(args, "credentials_file", None)
+    )
 
 
 def add_json_arg(parser: argparse.ArgumentParser, what: str = "the result") -> None:
@@ -32,7 +72,9 @@ def add_json_arg(parser: argparse.ArgumentParser, what: str = "the result") -> N
 
 def rest(args: argparse.Namespace, timeout_s: float | None = None) -> RestClient:
     """A REST client for ``--server`` (with a longer timeout for slow admin calls)."""
-    return RestClient(args.server) if timeout_s is None else RestClient(args.server, timeout_s)
+    if timeout_s is None:
+        return RestClient(args.server, credentials=credentials(args))
+    return RestClient(args.server, timeout_s, credentials(args))
 
 
 def num(value: Any) -> str:

@@ -54,6 +54,8 @@ def print_describe(body: StreamDescription) -> None:
     )
     print(f"lake table: {_lake_uri(body.lake)}")
     print(compaction_line(body))
+    if body.encryption:
+        print("encryption: on (values encrypted at rest)")
     print_table(DESCRIBE_HEADERS, [_partition_row(p) for p in body.partitions])
 
 

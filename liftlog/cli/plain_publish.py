@@ -14,6 +14,8 @@ from liftlog.cli.common import rest
 from spark_log.api_models import Ack, ClusterInfo, StreamDescription
 from spark_log.client import ack_from_wire, nats_url_from_cluster, no_responders_error
 from spark_log.errors import InvalidRequestError, RequestTimeoutError, UnavailableError
+from spark_log.nats_config import nats_credentials_from_env
+from spark_log.nats_options import nats_auth_options
 from spark_log.wire import decode_ack
 
 PLAIN_ACK_TIMEOUT_S = 10.0
@@ -46,7 +48,11 @@ async def publish_plain(args: argparse.Namespace, values: list[str]) -> int:
 async def _connect(url: str) -> Any:
     try:
         return await nats.connect(
-            url, connect_timeout=PLAIN_CONNECT_TIMEOUT_S, max_reconnect_attempts=0
+            url,
+            connect_timeout=PLAIN_CONNECT_TIMEOUT_S,
+            max_reconnect_attempts=0,
+            allow_reconnect=False,  # a refused login fails at once instead of retrying forever
+            **nats_auth_options(nats_credentials_from_env()),  # LIFTLOG_NATS_*
         )
     except (nats.errors.Error, OSError) as exc:
         raise UnavailableError(f"cannot connect to NATS at {url}: {exc}") from exc

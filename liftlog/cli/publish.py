@@ -8,7 +8,7 @@ import asyncio
 import sys
 from typing import Any
 
-from liftlog.cli.common import add_server_arg
+from liftlog.cli.common import add_server_arg, credentials
 from liftlog.cli.plain_publish import publish_plain
 from spark_log.api_models import Ack
 from spark_log.errors import InvalidRequestError
@@ -57,7 +57,12 @@ def add_publish_parser(sub: Any) -> None:
         help="send plain NATS messages on the stream's subject, no Liftlog headers, as any "
         "NATS client would (a request, so the ack is printed; default: off)",
     )
-    p.add_argument("--nats-url", help="NATS server URL (default: learned from the cluster)")
+    p.add_argument(
+        "--nats-url",
+        help="NATS server URL (default: learned from the cluster); NATS credentials and TLS "
+        "come from LIFTLOG_NATS_USER/_PASSWORD, _TOKEN, _NKEY_SEED, _CREDS, _CA_FILE, "
+        "_CERT_FILE/_KEY_FILE",
+    )
     add_server_arg(p)
     p.set_defaults(run=_publish)
 
@@ -92,7 +97,7 @@ async def _publish_async(
 ) -> int:
     from spark_log.client import Client
 
-    async with Client(args.server, nats_url=args.nats_url) as client:
+    async with Client(args.server, nats_url=args.nats_url, credentials=credentials(args)) as client:
         if args.batch:
             ack = await client.publish_batch(
                 args.stream,

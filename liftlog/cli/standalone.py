@@ -99,6 +99,15 @@ def add_standalone_parser(sub: Any) -> None:
         f"SeaweedFS, bucket s3://liftlog/lake; credentials in the node configs) "
         f"(default: {LAKE_LOCAL})",
     )
+    p.add_argument(
+        "--secure",
+        action="store_true",
+        help="TLS and authentication everywhere: a throwaway CA and certificates under "
+        "<data-dir>/tls, HTTPS nodes (client certificates of that CA accepted), ZooKeeper "
+        "over TLS with a digest ACL, NATS over TLS with users, auth on with a bootstrap admin "
+        "token printed at start and <data-dir>/credentials.toml for the CLI "
+        "(LIFTLOG_CREDENTIALS_FILE); with --ha, routes and quorum traffic too (default: off)",
+    )
     p.set_defaults(run=_run_standalone)
 
 
@@ -119,6 +128,7 @@ def _run_standalone(args: argparse.Namespace) -> int:
         report=_say,
         lake=args.lake,
         ha=args.ha,
+        secure=args.secure,
     )
     stack.check_data_dir_free()  # before the ports: a running stack holds both
     try:
@@ -127,13 +137,16 @@ def _run_standalone(args: argparse.Namespace) -> int:
         raise PortsTakenError(exc) from None
     config = f", settings from {args.config}" if args.config else ""
     topology = ", HA: 3 NATS servers, 3 ZooKeeper servers, S3 lake" if args.ha else ""
+    topology += ", secured: TLS and auth" if args.secure else ""
     _say(
         f"starting Liftlog standalone ({args.nodes} node(s){topology}, data in "
         f"{stack.data_dir}{config}) ..."
     )
     stack.start()  # a failed or interrupted (Ctrl-C) start stops what did start and unlocks
-    for name, url in stack.endpoints():
+    for name, url in [*stack.endpoints(), *stack.credential_lines()]:
         _say(f"{name:<14} {url}")
+    if stack.nodes and not stack.nodes[0].config.auth.enabled:
+        _say(f"{'auth':<14} disabled: anyone may do anything (--secure turns it on)")
     _say("ready; Ctrl-C stops everything")
     stack.run_forever()
     return 0

@@ -126,6 +126,11 @@ def _create_parser(ssub: Any) -> argparse.ArgumentParser:
         type=int,
         help=f"how long tombstones survive compaction (default: {DEFAULT_DELETE_RETENTION_MS})",
     )
+    create.add_argument(
+        "--encryption",
+        action="store_true",
+        help="encrypt values at rest (needs a master key on every node; default: off)",
+    )
     add_server_arg(create)
     create.set_defaults(run=_stream_create)
     return create
@@ -206,6 +211,8 @@ def _stream_create(args: argparse.Namespace) -> int:
         body["load_balance"] = True
     if args.compaction:
         body["compaction"] = True
+    if args.encryption:
+        body["encryption"] = True
     resp = rest(args).request("POST", "/v1/streams", json_body=body)
     verb = "created" if resp.status == 201 else "already exists (identical spec)"
     print(f"stream {args.name} {verb}")

@@ -8,7 +8,7 @@ import datetime as dt
 import json
 from typing import TYPE_CHECKING, Any
 
-from liftlog.cli.common import add_server_arg
+from liftlog.cli.common import add_server_arg, credentials
 from liftlog.cli.merge import follow_partitions, merged_records
 from spark_log.errors import InvalidRequestError
 
@@ -78,7 +78,7 @@ def parse_start(text: str) -> str | int | dt.datetime:
 async def _tail_async(args: argparse.Namespace, start: str | int | dt.datetime) -> int:
     from spark_log.client import Client
 
-    async with Client(args.server) as client:
+    async with Client(args.server, credentials=credentials(args)) as client:
         partitions = await _partitions(client, args.stream, args.partition)
         offsets = {p: await client.start_offset(args.stream, p, start) for p in partitions}
         printed = 0

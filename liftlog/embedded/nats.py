@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from liftlog.embedded.component import Component
+from liftlog.embedded.nats_auth import NatsServerSecurity
 from liftlog.embedded.probes import http_ok, tcp_accepts
 from liftlog.embedded.process import free_port
 from spark_log.errors import ProcessStartError
@@ -17,12 +18,16 @@ DEFAULT_NATS_START_TIMEOUT_S = 30.0
 # 8 MiB (NATS allows up to 64 MiB and advises at most 8): room for multi-batch follower
 # fetches and 1 KiB x 1000-record producer batches, which the 1 MiB default cuts short
 DEFAULT_NATS_MAX_PAYLOAD = 8 * 1024 * 1024
+# owner read/write only: a secured server's config holds its users' passwords
+CONFIG_FILE_MODE = 0o600
 
 
 class NatsServer(Component):
     """nats-server on ``host:port`` with its HTTP monitor (``/healthz``) on ``monitor_port``.
 
     With ``jetstream`` the JetStream store lives under ``data_dir`` so a restart keeps it.
+    With ``security`` clients must use TLS and/or log in as one of its users (see
+    ``liftlog.embedded.nats_auth``); the config file then holds passwords and is private.
     """
 
     def __init__(
@@ -36,8 +41,10 @@ class NatsServer(Component):
         log_path: str | Path | None = None,
         binary: str | Path | None = None,
         max_payload: int = DEFAULT_NATS_MAX_PAYLOAD,
+        security: NatsServerSecurity | None = None,
     ) -> None:
         super().__init__()
+        self.security = security
         self.port = port
         self.host = host
         self.data_dir = Path(data_dir)
@@ -68,11 +75,14 @@ class NatsServer(Component):
     def _prepare(self) -> None:
         """Settings without a command-line flag go in a config file (max_payload)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.config_path.touch(mode=CONFIG_FILE_MODE)
+        self.config_path.chmod(CONFIG_FILE_MODE)  # before any password is written
         self.config_path.write_text(self._config_text())
 
     def _config_text(self) -> str:
         """The config file's contents (subclasses add blocks)."""
-        return f"max_payload: {self.max_payload}\n"
+        security = self.security.config_text() if self.security else ""
+        return f"max_payload: {self.max_payload}\n{security}"
 
     def _argv(self) -> list[str]:
         argv = [

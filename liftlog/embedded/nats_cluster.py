@@ -8,6 +8,7 @@ not reach a subscriber on another, which is exactly what the cluster is for.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import urllib.error
 import urllib.request
@@ -17,6 +18,7 @@ from typing import Self
 
 from liftlog.embedded.lifecycle import StartStop
 from liftlog.embedded.nats import DEFAULT_NATS_HOST, NatsServer
+from liftlog.embedded.nats_auth import NatsServerSecurity
 from liftlog.embedded.ports import free_port_block
 from liftlog.embedded.probes import PROBE_TIMEOUT_S
 from liftlog.embedded.process import DEFAULT_STOP_TIMEOUT_S
@@ -42,8 +44,16 @@ class NatsClusterServer(NatsServer):
         monitor_port: int,
         cluster_name: str = DEFAULT_NATS_CLUSTER_NAME,
         log_path: Path | None = None,
+        security: NatsServerSecurity | None = None,
     ) -> None:
-        super().__init__(port, data_dir, host=host, monitor_port=monitor_port, log_path=log_path)
+        super().__init__(
+            port,
+            data_dir,
+            host=host,
+            monitor_port=monitor_port,
+            log_path=log_path,
+            security=security,
+        )
         self.index = index
         self.server_name = f"{cluster_name}-{index + 1}"
         self.name = f"nats-server {self.server_name} :{port}"
@@ -85,8 +95,18 @@ class NatsClusterServer(NatsServer):
             f"  listen: {self.host}:{self.route_port}\n"
             + (f"  advertise: {self.cluster_advertise}\n" if self.cluster_advertise else "")
             + f"  routes: [\n{routes}\n  ]\n"
-            "}\n"
+            + self._route_tls()
+            + "}\n"
         )
+
+    def _route_tls(self) -> str:
+        """With TLS, routes use it too and each side demands the other's certificate: only a
+        server holding a certificate of the cluster's CA can join and see the traffic."""
+        tls = self.security.tls if self.security else None
+        if tls is None:
+            return ""
+        block = dataclasses.replace(tls, verify=True).render()
+        return "  tls " + block.replace("\n", "\n  ") + "\n"
 
     def _argv(self) -> list[str]:
         argv = super()._argv()
@@ -106,6 +126,7 @@ class NatsCluster(StartStop):
         client_port: int | None = None,
         log_dir: str | Path | None = None,
         cluster_name: str = DEFAULT_NATS_CLUSTER_NAME,
+        security: NatsServerSecurity | None = None,
     ) -> None:
         if size < 1:
             raise InvalidRequestError(f"a NATS cluster needs at least 1 server, got {size}")
@@ -125,6 +146,7 @@ class NatsCluster(StartStop):
                 monitor_port=aux + i,
                 cluster_name=cluster_name,
                 log_path=Path(log_dir) / f"nats-{i + 1}.log" if log_dir else None,
+                security=security,
             )
             for i in range(size)
         ]

@@ -1,17 +1,18 @@
 """One ingest node (``python -m ingest --config FILE``) as a child process.
 
-The node's contract: it serves HTTP on ``config.api_url``, ``GET /readyz`` answers 200 once it
-is ready, and SIGTERM means a clean shutdown.
+The node's contract: it serves HTTP (HTTPS with ``[api_tls]``) on ``config.api_url``,
+``GET /readyz`` answers 200 once it is ready, and SIGTERM means a clean shutdown.
 """
 
 from __future__ import annotations
 
 import os
+import ssl
 import sys
 from pathlib import Path
 
 from liftlog.embedded.component import Component
-from liftlog.embedded.probes import http_ok
+from liftlog.embedded.probes import http_ok, tls_client_context
 from spark_log.config import NodeConfig, dump_node_config
 
 DEFAULT_NODE_START_TIMEOUT_S = 60.0
@@ -34,6 +35,7 @@ class NodeProcess(Component):
         self.log_path = Path(log_path) if log_path else self.config_path.with_suffix(".log")
         self.name = f"node-{config.broker_id}"
         self.start_timeout_s = DEFAULT_NODE_START_TIMEOUT_S
+        self._tls_context: ssl.SSLContext | None = None
 
     @property
     def broker_id(self) -> int:
@@ -49,7 +51,18 @@ class NodeProcess(Component):
         return self.config.api_url
 
     def is_ready(self) -> bool:
-        return http_ok(f"{self.api_url}/readyz")
+        return http_ok(f"{self.api_url}/readyz", context=self._probe_context())
+
+    def _probe_context(self) -> ssl.SSLContext | None:
+        """Over HTTPS the probe trusts the node's CA, and presents the node's own
+        certificate when the node demands one."""
+        tls = self.config.api_tls
+        if not tls.enabled:
+            return None
+        if self._tls_context is None:
+            client = (tls.cert_file, tls.key_file) if tls.require_client_cert else ("", "")
+            self._tls_context = tls_client_context(tls.ca_file, *client)
+        return self._tls_context
 
     def _prepare(self) -> None:
         self.config_path.parent.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ so every expected failure (refused, reset, timeout, HTTP error) is a plain False
 from __future__ import annotations
 
 import socket
+import ssl
 import urllib.error
 import urllib.request
 
@@ -23,10 +24,13 @@ def tcp_accepts(host: str, port: int, timeout_s: float = PROBE_TIMEOUT_S) -> boo
         return False
 
 
-def http_status(url: str, timeout_s: float = PROBE_TIMEOUT_S) -> int | None:
-    """The HTTP status of a GET, or None when nothing answered."""
+def http_status(
+    url: str, timeout_s: float = PROBE_TIMEOUT_S, context: ssl.SSLContext | None = None
+) -> int | None:
+    """The HTTP status of a GET, or None when nothing answered (a failed TLS handshake
+    included); ``context`` verifies an ``https://`` server (the system store when None)."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+        with urllib.request.urlopen(url, timeout=timeout_s, context=context) as response:
             return int(response.status)
     except urllib.error.HTTPError as exc:
         return int(exc.code)
@@ -34,9 +38,20 @@ def http_status(url: str, timeout_s: float = PROBE_TIMEOUT_S) -> int | None:
         return None
 
 
-def http_ok(url: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
+def http_ok(
+    url: str, timeout_s: float = PROBE_TIMEOUT_S, context: ssl.SSLContext | None = None
+) -> bool:
     """True when a GET answers 200."""
-    return http_status(url, timeout_s) == 200
+    return http_status(url, timeout_s, context) == 200
+
+
+def tls_client_context(ca_file: str, cert_file: str = "", key_file: str = "") -> ssl.SSLContext:
+    """A client context trusting ``ca_file`` and presenting ``cert_file`` when given (for a
+    server that demands a client certificate)."""
+    context = ssl.create_default_context(cafile=ca_file or None)
+    if cert_file:
+        context.load_cert_chain(cert_file, key_file)
+    return context
 
 
 def four_letter_word(host: str, port: int, word: str, timeout_s: float = PROBE_TIMEOUT_S) -> str:

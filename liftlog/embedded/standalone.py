@@ -13,7 +13,8 @@ znodes and sessions included)::
     logs/            nats.log, zookeeper.log, node-<i>.log
     .lock            locked while any process of the stack lives (see data_dir_lock.py)
 With ``ha=True`` (``--ha``) NATS and ZooKeeper are three servers each (see standalone_ha.py)
-and the lake is on the embedded SeaweedFS.
+and the lake is on the embedded SeaweedFS. With ``secure=True`` (``--secure``) everything is
+secured and ``tls/`` and ``credentials.toml`` hold the keys (see standalone_secure.py).
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ from liftlog.embedded.restarts import ComponentRestarter
 from liftlog.embedded.seaweedfs import SeaweedFsServer
 from liftlog.embedded.standalone_ha import HaTopology
 from liftlog.embedded.standalone_lake import LAKE_LOCAL, LAKE_S3, create_lake_bucket, s3_lake_config
-from liftlog.embedded.zookeeper import ZooKeeperServer
+from liftlog.embedded.standalone_secure import SecureStack
+from liftlog.embedded.zookeeper import ZooKeeperServer, node_zk_security, secure_zookeeper
+from spark_log.auth_config import AuthConfig
 from spark_log.config import LAKE_DIR_NAME, LakeConfig, NodeConfig
 from spark_log.errors import InvalidRequestError, ProcessStartError
 from spark_log.typed_config import from_mapping, to_mapping
@@ -85,6 +88,7 @@ class Standalone(StartStop):
         report: Callable[[str], None] = _quiet,
         lake: str = LAKE_LOCAL,
         ha: bool = False,
+        secure: bool = False,
     ) -> None:
         if nodes < 0:
             raise InvalidRequestError(f"nodes must be >= 0, got {nodes}")
@@ -97,8 +101,29 @@ class Standalone(StartStop):
         self._owned_dir = False  # set by local(): a temporary directory stop() removes
         self._lock = DataDirLock(self.data_dir)
         logs = self.data_dir / "logs"
+        # --secure: certificates, the admin token and the client credentials file under
+        # data_dir, then TLS and users for NATS, TLS and a digest ACL for ZooKeeper
+        # (not on a directory a running stack holds: it would rewrite the files it uses)
+        if secure:
+            self._lock.check_free()
+        self.secure = (
+            SecureStack.prepare(self.data_dir, list(range(1, nodes + 1))) if secure else None
+        )
+        secure_nats = self.secure.secure_nats() if self.secure else None
+        self._nats_node_credentials = secure_nats.node if secure_nats else None
         # --ha: a NATS cluster and a ZooKeeper ensemble, and the lake on S3 (as in production)
-        self.ha = HaTopology(self.data_dir, host, nats_port, zk_port) if ha else None
+        self.ha = (
+            HaTopology(
+                self.data_dir,
+                host,
+                nats_port,
+                zk_port,
+                nats_security=secure_nats.security if secure_nats else None,
+                zk_tls=self.secure.zookeeper_server_tls() if self.secure else None,
+            )
+            if ha
+            else None
+        )
         lake = LAKE_S3 if ha else lake
         self.nats = (
             self.ha.nats.servers[0]
@@ -110,15 +135,27 @@ class Standalone(StartStop):
                 host,
                 monitor_port=nats_monitor_port,
                 log_path=logs / "nats.log",
+                security=secure_nats.security if secure_nats else None,
             )
         )
-        self.zookeeper = (
-            self.ha.zookeeper.servers[0]
-            if self.ha
-            else ZooKeeperServer(
+        self.zookeeper: ZooKeeperServer
+        if self.ha:
+            self.zookeeper = self.ha.zookeeper.servers[0]
+        elif self.secure:
+            zk_cert = self.secure.certs.zookeeper
+            self.zookeeper = secure_zookeeper(
+                zk_port,
+                self.data_dir / "zookeeper",
+                cert_file=zk_cert.cert_file,
+                key_file=zk_cert.key_file,
+                ca_file=self.secure.certs.ca_file,
+                host=host,
+                log_path=logs / "zookeeper.log",
+            )
+        else:
+            self.zookeeper = ZooKeeperServer(
                 zk_port, self.data_dir / "zookeeper", host, log_path=logs / "zookeeper.log"
             )
-        )
         self.seaweedfs = (
             SeaweedFsServer(self.data_dir / "seaweedfs", host=host, log_path=logs / "seaweedfs.log")
             if lake == LAKE_S3
@@ -139,6 +176,7 @@ class Standalone(StartStop):
             api_port=api_port,
             **self._nats_and_zookeeper(broker_id),
             lake=self._lake_config(),  # shared by every node
+            **self._security_settings(broker_id),
         )
         config = from_mapping(NodeConfig, _merge(to_mapping(base), overrides), "node_overrides")
         return NodeProcess(
@@ -152,6 +190,23 @@ class Standalone(StartStop):
         if self.ha is not None:
             return self.ha.node_settings(broker_id)
         return {"nats_url": self.nats.url, "zk_connect": self.zookeeper.connect_string}
+
+    def _security_settings(self, broker_id: int) -> dict[str, Any]:
+        """With ``secure``: HTTPS and auth, the node's NATS user and its ZooKeeper TLS and
+        digest identity (the node's own certificate as client certificate)."""
+        if self.secure is None:
+            # the development stack checks no credentials, said explicitly (auth is on by
+            # default); a --config file may still turn it on
+            return {"auth": AuthConfig(enabled=False)}
+        settings = self.secure.node_settings(broker_id)
+        if self._nats_node_credentials is not None:
+            settings["nats"] = self._nats_node_credentials
+        if self.zookeeper.tls is not None:
+            own = self.secure.certs.nodes[broker_id]
+            settings["zk_security"] = node_zk_security(
+                self.secure.tls_dir, self.secure.certs.ca_file, own.cert_file, own.key_file
+            )
+        return settings
 
     def _lake_config(self) -> LakeConfig:
         if self.seaweedfs is not None:
@@ -286,6 +341,11 @@ class Standalone(StartStop):
             found.append(("lake", self.nodes[0].config.lake.uri if self.nodes else ""))
         found += [(f"node-{n.broker_id} api", n.api_url) for n in self.nodes]
         return found
+
+    def credential_lines(self) -> list[tuple[str, str]]:
+        """With ``secure``: the admin token, the credentials file, the CA and the admin's
+        client certificate (the CLI prints them once, at start); empty otherwise."""
+        return self.secure.client_lines() if self.secure else []
 
     def run_forever(self) -> None:
         """Block until SIGINT/SIGTERM, then stop everything (the CLI's foreground mode).

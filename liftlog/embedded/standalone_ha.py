@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from liftlog.embedded.component import Component
+from liftlog.embedded.nats_auth import NatsServerSecurity
 from liftlog.embedded.nats_cluster import NatsCluster
 from liftlog.embedded.port_check import (
     PORT_NATS,
@@ -25,6 +26,7 @@ from liftlog.embedded.port_check import (
     PlannedPort,
 )
 from liftlog.embedded.zookeeper_ensemble import ZooKeeperEnsemble
+from liftlog.embedded.zookeeper_tls import ZkServerTls
 
 HA_CLUSTER_SIZE = 3
 HA_DEFAULT_NODES = 3
@@ -33,13 +35,34 @@ HA_DEFAULT_NODES = 3
 class HaTopology:
     """The NATS cluster and the ZooKeeper ensemble of an HA standalone stack."""
 
-    def __init__(self, data_dir: Path, host: str, nats_port: int, zk_port: int) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        host: str,
+        nats_port: int,
+        zk_port: int,
+        *,
+        nats_security: NatsServerSecurity | None = None,
+        zk_tls: ZkServerTls | None = None,
+    ) -> None:
+        """``nats_security`` and ``zk_tls`` (``--secure``) apply to every server of the
+        cluster and of the ensemble, routes and quorum traffic included."""
         logs = data_dir / "logs"
         self.nats = NatsCluster(
-            data_dir / "nats", HA_CLUSTER_SIZE, host=host, client_port=nats_port, log_dir=logs
+            data_dir / "nats",
+            HA_CLUSTER_SIZE,
+            host=host,
+            client_port=nats_port,
+            log_dir=logs,
+            security=nats_security,
         )
         self.zookeeper = ZooKeeperEnsemble(
-            data_dir / "zookeeper", HA_CLUSTER_SIZE, host=host, client_port=zk_port, log_dir=logs
+            data_dir / "zookeeper",
+            HA_CLUSTER_SIZE,
+            host=host,
+            client_port=zk_port,
+            log_dir=logs,
+            tls=zk_tls,
         )
 
     def components(self) -> list[Component]:

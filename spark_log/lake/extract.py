@@ -9,6 +9,7 @@ Batches are CRC-checked on the way: a corrupt batch must never reach the lake.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -16,6 +17,9 @@ from spark_log.lake.convert import to_lake_batch
 from spark_log.lake.layout import LAKE_SCHEMA
 from spark_log.log import PartitionLog
 from spark_log.log.records import rows_in_range
+
+if TYPE_CHECKING:
+    from spark_log.crypto.value_cipher import ValueCipher
 
 READ_CHUNK_BYTES = 4 * 1024 * 1024
 
@@ -42,9 +46,14 @@ def read_range(
     *,
     max_records: int,
     max_bytes: int,
+    cipher: ValueCipher | None = None,
+    keep_encrypted: bool = False,
 ) -> LakeRange:
     """Records from ``start_offset`` up to ``end_offset`` (the HW), at most ``max_records``
-    and about ``max_bytes`` of log (always at least one batch, so a range always advances)."""
+    and about ``max_bytes`` of log (always at least one batch, so a range always advances).
+
+    ``keep_encrypted``: an encrypted stream's values go to the lake as the ciphertexts the
+    segments hold (docs/security.md), never decrypted on the way."""
     batches: list[pa.RecordBatch] = []
     offset, log_bytes = start_offset, 0
     while offset < end_offset and offset - start_offset < max_records and log_bytes < max_bytes:
@@ -52,7 +61,16 @@ def read_range(
         if not data:
             break
         room = max_records - (offset - start_offset)
-        for piece in rows_in_range(data, offset, end_offset, room, verify=True):
+        pieces = rows_in_range(
+            data,
+            offset,
+            end_offset,
+            room,
+            verify=True,
+            cipher=cipher,
+            keep_encrypted=keep_encrypted,
+        )
+        for piece in pieces:
             batches.append(to_lake_batch(piece.rows, partition, piece.first_offset))
             offset = piece.first_offset + piece.rows.num_rows
             log_bytes += piece.stored_bytes

@@ -9,7 +9,7 @@ Frame (big-endian, ``HEADER_SIZE`` = 43 bytes, Kafka's v2 layout minus producer 
     batch_length       int32   bytes AFTER this field (crc .. end of payload)
     crc                uint32  CRC-32C (Castagnoli, as Kafka) of every byte after the crc field
     magic              int8    = MAGIC
-    attributes         int16   = 0 (reserved)
+    attributes         int16   bit 0: values are encrypted (ATTRIBUTE_ENCRYPTED); others 0
     leader_epoch       int32
     record_count       int32
     first_timestamp_ms int64
@@ -22,12 +22,16 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from crc32c import crc32c
 
 from spark_log.errors import CorruptRecordError, InvalidRequestError, RecordTooLargeError
+
+if TYPE_CHECKING:
+    from spark_log.crypto.value_cipher import ValueCipher
 
 HEADER = struct.Struct(">qiIbhiiqq")
 HEADER_SIZE = HEADER.size
@@ -37,6 +41,11 @@ CRC_END = 16
 """The CRC covers ``batch[CRC_END:]`` (everything after the crc field)."""
 MAGIC = 1
 ATTRIBUTES_NONE = 0
+ATTRIBUTE_ENCRYPTED = 0x1
+"""The batch's ``value`` column holds AES-GCM ciphertexts (spark_log.crypto.value_cipher):
+readers must decrypt with the partition's data key (through its per-offset-window subkeys) and
+never hand such values out as they are."""
+VALUE_COLUMN = 2
 MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 MAX_BATCH_LENGTH = 2**31 - 1
 NO_TIMESTAMP = -1
@@ -79,6 +88,11 @@ class BatchHeader:
     def size(self) -> int:
         """Total bytes of the batch on disk and on the wire."""
         return LOG_OVERHEAD + self.batch_length
+
+    @property
+    def encrypted(self) -> bool:
+        """Whether the values are ciphertexts (keys, headers and subjects never are)."""
+        return bool(self.attributes & ATTRIBUTE_ENCRYPTED)
 
     @property
     def last_offset(self) -> int:
@@ -164,8 +178,16 @@ def conform_records(records: pa.RecordBatch) -> pa.RecordBatch:
     return records
 
 
-def encode_batch(base_offset: int, leader_epoch: int, records: pa.RecordBatch) -> bytes:
-    """Frame ``records`` as one batch starting at ``base_offset``; the CRC is computed once."""
+def encode_batch(
+    base_offset: int,
+    leader_epoch: int,
+    records: pa.RecordBatch,
+    cipher: ValueCipher | None = None,
+) -> bytes:
+    """Frame ``records`` as one batch starting at ``base_offset``; the CRC is computed once.
+
+    With ``cipher`` (an encrypted stream) every value is encrypted first and the batch is
+    flagged ATTRIBUTE_ENCRYPTED; the CRC then covers the ciphertexts."""
     if base_offset < 0 or leader_epoch < 0:
         raise InvalidRequestError("base_offset and leader_epoch must be >= 0")
     records = conform_records(records)
@@ -175,8 +197,13 @@ def encode_batch(base_offset: int, leader_epoch: int, records: pa.RecordBatch) -
     timestamps = records.column(0)
     first_ts = timestamps[0].as_py()
     max_ts = pc.max(timestamps).as_py()
+    attributes = ATTRIBUTES_NONE
+    if cipher is not None:
+        sealed = cipher.encrypt_values(records.column(VALUE_COLUMN), base_offset)
+        records = records.set_column(VALUE_COLUMN, RECORD_SCHEMA.field(VALUE_COLUMN), sealed)
+        attributes |= ATTRIBUTE_ENCRYPTED
     payload = records.serialize()
-    tail = _TAIL.pack(MAGIC, ATTRIBUTES_NONE, leader_epoch, count, first_ts, max_ts)
+    tail = _TAIL.pack(MAGIC, attributes, leader_epoch, count, first_ts, max_ts)
     batch_length = CRC_END - LOG_OVERHEAD + len(tail) + payload.size
     if batch_length > MAX_BATCH_LENGTH:
         raise RecordTooLargeError(f"batch of {batch_length} bytes exceeds {MAX_BATCH_LENGTH}")
@@ -234,7 +261,8 @@ def decode_records(batch: bytes | bytearray | memoryview) -> pa.RecordBatch:
     payload = pa.py_buffer(memoryview(batch)[HEADER_SIZE : header.size])
     try:
         records = pa.ipc.read_record_batch(payload, RECORD_SCHEMA)
-    except (*_ARROW_ERRORS, OSError) as exc:
+        records.validate(full=True)
+    except (pa.ArrowException, OSError, EOFError) as exc:  # EOFError: an empty payload
         raise CorruptRecordError(
             f"batch at offset {header.base_offset} has an unreadable payload: {exc}"
         ) from exc

@@ -8,11 +8,16 @@ per-record Python work happens at all.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyarrow as pa
 
 from spark_log.log.batch import HEADERS_TYPE
 from spark_log.log.records import rows_in_range
+
+if TYPE_CHECKING:
+    from spark_log.crypto.value_cipher import ValueCipher
 
 FETCH_SCHEMA = pa.schema(
     [
@@ -34,6 +39,7 @@ def table_from_batches(
     max_records: int,
     *,
     verify: bool = True,
+    cipher: ValueCipher | None = None,
 ) -> pa.Table:
     """Records with ``start_offset <= offset < end_offset`` (end = the HW), at most
     ``max_records``, in FETCH_SCHEMA.
@@ -46,7 +52,9 @@ def table_from_batches(
         return FETCH_SCHEMA.empty_table()
     pieces = [
         with_offsets(piece.rows, piece.first_offset)
-        for piece in rows_in_range(data, start_offset, end_offset, max_records, verify=verify)
+        for piece in rows_in_range(
+            data, start_offset, end_offset, max_records, verify=verify, cipher=cipher
+        )
     ]
     return pa.Table.from_batches(pieces, schema=FETCH_SCHEMA)
 

@@ -31,7 +31,13 @@ from spark_log.errors import (
     OffsetOutOfRangeError,
     StorageError,
 )
-from spark_log.log.batch import BatchHeader, decode_header, decode_records, verify_batch
+from spark_log.log.batch import (
+    BatchHeader,
+    decode_header,
+    decode_records,
+    parse_header,
+    verify_batch,
+)
 from spark_log.log.checkpoint import (
     fsync_directory,
     probe_free_space,
@@ -566,6 +572,7 @@ class PartitionLog:
                 data: bytes | None = _read_views(
                     snapshot.views, start_offset, snapshot.upper_offset, max_bytes
                 )
+                _check_read_covers(data, start_offset, snapshot.upper_offset)
             except CorruptRecordError:
                 if self._generation == snapshot.generation:
                     raise
@@ -903,12 +910,36 @@ def _read_views(
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
+def _check_read_covers(data: bytes | None, start_offset: int, upper_offset: int) -> None:
+    """A read below the upper bound starts with the batch holding ``start_offset``. The offset
+    field lies outside the CRC, so a damaged one on disk would otherwise make the read skip
+    records (a consumer stuck at an offset forever) or serve them under other offsets."""
+    if data is None or start_offset >= upper_offset:
+        return
+    if not data:
+        raise CorruptRecordError(f"no stored batch holds offset {start_offset}")
+    header = parse_header(data)
+    if not header.base_offset <= start_offset < header.next_offset:
+        raise CorruptRecordError(
+            f"the batch read for offset {start_offset} holds offsets "
+            f"{header.base_offset}..{header.last_offset}"
+        )
+
+
 def _batch_range(
     view: _ReadView, start_offset: int, upper_offset: int, budget: int, must_take_one: bool
 ) -> tuple[int, int, bool]:
-    """[begin, end) of the whole batches to take from one segment, and whether to stop there."""
+    """[begin, end) of the whole batches to take from one segment, and whether to stop there;
+    CorruptRecordError where a batch does not continue the previous one's offsets."""
     begin = end = view.start
+    expected: int | None = None
     for position, header in iter_headers(view.file, view.start, view.end):
+        if expected is not None and header.base_offset != expected:
+            raise CorruptRecordError(
+                f"{view.file.path}: batch at position {position} starts at offset "
+                f"{header.base_offset}, expected {expected}"
+            )
+        expected = header.next_offset
         if header.next_offset <= start_offset:
             begin = end = position + header.size
             continue

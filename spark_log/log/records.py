@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import pyarrow as pa
 
-from spark_log.log.batch import decode_records, iter_batches
+from spark_log.errors import KeyUnavailableError
+from spark_log.log.batch import RECORD_SCHEMA, VALUE_COLUMN, decode_records, iter_batches
+
+if TYPE_CHECKING:
+    from spark_log.crypto.value_cipher import ValueCipher
 
 Header = tuple[str, bytes]
 
@@ -36,6 +40,7 @@ def records_from_batches(
     max_records: int,
     *,
     verify: bool = True,
+    cipher: ValueCipher | None = None,
 ) -> list[Record]:
     """Records with ``start_offset <= offset < end_offset`` (end = the HW), at most ``max_records``.
 
@@ -43,7 +48,10 @@ def records_from_batches(
     before ``start_offset`` (reads return whole batches) and the last may reach past the HW.
     """
     out: list[Record] = []
-    for piece in rows_in_range(data, start_offset, end_offset, max_records, verify=verify):
+    pieces = rows_in_range(
+        data, start_offset, end_offset, max_records, verify=verify, cipher=cipher
+    )
+    for piece in pieces:
         out.extend(records_of(piece.rows, piece.first_offset))
     return out
 
@@ -64,9 +72,15 @@ def rows_in_range(
     max_records: int,
     *,
     verify: bool = True,
+    cipher: ValueCipher | None = None,
+    keep_encrypted: bool = False,
 ) -> Iterator[RangeSlice]:
     """Each stored batch's slice inside the range, at most ``max_records`` rows in all: the
-    one walk every reader of the log shares (Records and Arrow fetches, lake export)."""
+    one walk every reader of the log shares (Records and Arrow fetches, lake export).
+
+    Encrypted batches are decrypted here with ``cipher`` (the partition's data key), so no
+    reader can hand out ciphertext as a value; without a cipher they are refused. Only the
+    lake export passes ``keep_encrypted``: the lake stores the ciphertexts as they are."""
     taken = 0
     for header, view in iter_batches(data, verify=verify):
         room = max_records - taken
@@ -76,10 +90,22 @@ def rows_in_range(
             continue
         lo = max(start_offset - header.base_offset, 0)
         hi = min(end_offset - header.base_offset, header.record_count, lo + room)
-        yield RangeSlice(
-            header.base_offset + lo, decode_records(view).slice(lo, hi - lo), header.size
-        )
+        rows = decode_records(view).slice(lo, hi - lo)
+        if header.encrypted and not keep_encrypted:
+            rows = _decrypted(rows, header.base_offset + lo, cipher)
+        yield RangeSlice(header.base_offset + lo, rows, header.size)
         taken += hi - lo
+
+
+def _decrypted(
+    rows: pa.RecordBatch, first_offset: int, cipher: ValueCipher | None
+) -> pa.RecordBatch:
+    if cipher is None:
+        raise KeyUnavailableError(
+            f"the batch holding offset {first_offset} is encrypted and no data key was given"
+        )
+    plain = cipher.decrypt_values(rows.column(VALUE_COLUMN), first_offset)
+    return rows.set_column(VALUE_COLUMN, RECORD_SCHEMA.field(VALUE_COLUMN), plain)
 
 
 def records_of(rows: pa.RecordBatch, first_offset: int) -> list[Record]:

@@ -14,7 +14,15 @@ import pytest
 
 from liftlog.embedded.node import NodeProcess
 from liftlog.embedded.process import free_port
+from spark_log.auth_config import AuthConfig
 from spark_log.config import LakeConfig, LogConfig, NodeConfig
+from tests.integration.secure_zk import (  # noqa: F401  (the TLS-only ZooKeeper's fixtures)
+    cluster_security,
+    make_kazoo,
+    secure_root,
+    secure_zk,
+    zk_certs,
+)
 from tests.integration.spark_session import spark  # noqa: F401  (the shared Spark fixture)
 from tests.lake_stores import LAKE_KINDS, S3, LakeUnderTest, local_lake, s3_lake
 
@@ -33,6 +41,8 @@ def _node_factory(
     ) -> NodeProcess:
         # one lake for the whole cluster, as in production: a new leader continues the table
         overrides.setdefault("lake", LakeConfig(uri=str(root / "lake")))
+        # the plain stack checks no credentials; auth tests pass their own AuthConfig
+        overrides.setdefault("auth", AuthConfig(enabled=False))
         config = NodeConfig(
             broker_id=broker_id,
             data_dir=str(root / f"node-{broker_id}"),

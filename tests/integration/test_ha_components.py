@@ -21,6 +21,7 @@ from liftlog.embedded.nats_cluster import NatsCluster
 from liftlog.embedded.node import NodeProcess
 from liftlog.embedded.process import free_port
 from liftlog.embedded.zookeeper_ensemble import ZooKeeperEnsemble
+from spark_log.auth_config import AuthConfig
 from spark_log.config import LakeConfig, NodeConfig
 from tests.integration.conftest import create_stream
 from tests.waiting import wait_for
@@ -100,7 +101,7 @@ def _node_config(root: Path, zk_connect: str, **settings: Any) -> NodeConfig:
         zk_root=f"/liftlog-{uuid.uuid4().hex[:12]}",
         zk_session_timeout_s=ZK_SESSION_TIMEOUT_S,
         lake=LakeConfig(uri=str(root / "lake")),
-        **settings,
+        **{"auth": AuthConfig(enabled=False), **settings},
     )
 
 

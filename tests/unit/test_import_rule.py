@@ -18,8 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 # Third-party modules the core may use: its storage and wire formats (pyarrow, numpy, crc32c),
-# NATS and the Delta lake. Everything above the core may use what the core may use.
-CORE_THIRD_PARTY = frozenset({"pyarrow", "numpy", "crc32c", "nats", "deltalake"})
+# NATS, the Delta lake and encryption at rest (cryptography's AES-GCM). Everything above the
+# core may use what the core may use.
+CORE_THIRD_PARTY = frozenset({"pyarrow", "numpy", "crc32c", "nats", "deltalake", "cryptography"})
 
 ALLOWED: dict[str, frozenset[str]] = {
     "spark_log": CORE_THIRD_PARTY | {"spark_log"},

@@ -77,3 +77,16 @@ def test_a_spec_stored_before_compaction_settings_existed_still_loads():
     for key in ("compaction", "compaction_interval_s", "delete_retention_ms"):
         del stored[key]
     assert StreamSpec.from_json(stored) == StreamSpec(name="s", subject="s")
+
+
+@pytest.mark.parametrize(
+    "subject", [">", "*", "*.x", "_LIFTLOG.x", "_LIFTLOG", "_INBOX.abc", "$SYS.>", "$JS.API.x"]
+)
+def test_subjects_that_can_match_internal_traffic_are_refused(subject):
+    with pytest.raises(InvalidRequestError, match="internal traffic"):
+        StreamSpec(name="s", subject=subject)
+
+
+@pytest.mark.parametrize("subject", ["orders.*", "a._INBOX", "x.$SYS", "_other.x"])
+def test_internal_prefixes_elsewhere_are_allowed(subject):
+    assert StreamSpec(name="s", subject=subject).subject == subject

@@ -165,6 +165,20 @@ async def test_a_paused_leader_counts_what_it_cannot_answer(rig: Rig):
     assert rig.sent == [] and rig.log.log_end_offset == 0
 
 
+async def test_a_message_naming_an_internal_reply_is_neither_stored_nor_answered(rig: Rig):
+    await rig.path.on_message(Msg("orders.in", "_LIFTLOG.c1.fetch.orders.0.1", b"forged"))
+    await rig.path.on_message(Msg("orders.in", "$JS.API.STREAM.DELETE.x", b"forged"))
+    await rig.path.on_message(Msg("orders.in", "r1", b"genuine"))
+    await eventually(lambda: rig.acks("r1"), what="the genuine ack")
+    assert rig.acks("r1") == [{"stream": "orders", "partition": 0, "offset": 0}]
+    assert [subject for subject, _ in rig.sent] == ["r1"]
+    sample = rig.metrics.registry.get_sample_value(
+        "liftlog_internal_reply_drops_total", {"stream": "orders", "partition": "0"}
+    )
+    assert sample == 2.0
+    assert rig.log.log_end_offset == 1
+
+
 async def test_resumed_leader_records_again(rig: Rig):
     rig.partition.paused = True
     await rig.path.on_message(Msg("orders.in", "r1", b"refused"))

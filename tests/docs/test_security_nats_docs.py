@@ -1,0 +1,72 @@
+"""docs/security.md's NATS section shows what the code does: its nats-server config passes
+``nats-server -t``, its permissions are the ones ``liftlog.embedded.nats_auth`` renders, and
+its ``[nats]`` table loads with the node's own loader."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tomllib
+from pathlib import Path
+
+from liftlog.embedded.certs import generate_stack_certs
+from liftlog.embedded.nats import find_nats_server
+from liftlog.embedded.nats_auth import NatsUser, node_permissions, publisher_permissions
+from spark_log.config import NodeConfig
+from spark_log.typed_config import from_mapping
+from tests.docs.blocks import REPO, Block, parse
+
+SECURITY = REPO / "docs" / "security.md"
+DOCUMENTED_TLS_DIR = "/etc/nats/tls/"
+DOCUMENTED_PUBLISHER_SUBJECTS = ["orders.>"]
+NATS_CHECK_TIMEOUT_S = 30
+
+
+def _nats_section_blocks(lang: str) -> list[Block]:
+    text = SECURITY.read_text()
+    start = text.index("\n## NATS\n")
+    end = text.index("\n## ", start + 1)
+    first, last = text[:start].count("\n") + 1, text[:end].count("\n") + 1
+    return [b for b in parse(SECURITY).blocks if b.lang == lang and first < b.line < last]
+
+
+def _squeezed(text: str) -> str:
+    """Whitespace and commas are optional separators in nats-server's syntax."""
+    return re.sub(r"[\s,]+", "", text)
+
+
+def test_the_documented_server_config_is_valid(temp_dir: Path) -> None:
+    [block] = _nats_section_blocks("conf")
+    certs = generate_stack_certs(temp_dir / "tls", [1])
+    real = {"nats.pem": certs.nats.cert_file, "nats.key": certs.nats.key_file}
+    real["ca.pem"] = certs.ca_file
+    text = block.text
+    for name, path in real.items():
+        text = text.replace(DOCUMENTED_TLS_DIR + name, path)
+    config = temp_dir / "nats-server.conf"
+    config.write_text(text)
+    checked = subprocess.run(
+        [find_nats_server(), "-t", "-c", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=NATS_CHECK_TIMEOUT_S,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_the_documented_permissions_are_the_rendered_ones() -> None:
+    [block] = _nats_section_blocks("conf")
+    documented = _squeezed(block.text)
+    for permissions in (node_permissions(), publisher_permissions(DOCUMENTED_PUBLISHER_SUBJECTS)):
+        rendered = NatsUser(permissions, nkey="U").render()
+        expected = _squeezed(rendered.split("permissions:", 1)[1])[: -len("}")]
+        assert "permissions:" + expected in documented
+
+
+def test_the_documented_nats_table_loads() -> None:
+    [block] = [b for b in _nats_section_blocks("text") if b.text.startswith("[nats]")]
+
+    table = tomllib.loads(block.text)
+    config = from_mapping(NodeConfig, {"broker_id": 1, "data_dir": "/tmp/node", **table})
+    assert config.nats.user == "liftlog-node" and config.nats.tls_cert_file
