@@ -344,11 +344,11 @@ async def test_a_publisher_cannot_ack_in_a_nodes_name(secured: Secured, connect)
 
 @pytest.fixture
 def make_secured_node(
-    zookeeper: Any, secured: Secured, tmp_path: Path, secure_material: Any
+    zookeeper: Any, secured: Secured, tmp_path: Path
 ) -> Iterator[Callable[..., Any]]:
     """Ingest nodes attached to the secured server as the node user (over mTLS)."""
     factory: Iterator[NodeFactory] = _node_factory(
-        zookeeper, secured.server, tmp_path, f"/liftlog-{uuid.uuid4().hex[:12]}", secure_material
+        zookeeper, secured.server, tmp_path, f"/liftlog-{uuid.uuid4().hex[:12]}"
     )
     make = next(factory)
 
