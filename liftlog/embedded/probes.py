@@ -56,18 +56,24 @@ def tls_client_context(ca_file: str, cert_file: str = "", key_file: str = "") ->
 
 def four_letter_word(host: str, port: int, word: str, timeout_s: float = PROBE_TIMEOUT_S) -> str:
     """Send a ZooKeeper four-letter command (``ruok``, ``srvr``); '' when nothing answered."""
-    chunks: list[bytes] = []
     try:
         with socket.create_connection((host, port), timeout=timeout_s) as sock:
             sock.sendall(word.encode("ascii"))
             sock.shutdown(socket.SHUT_WR)
-            size = 0
-            while size < FOUR_LETTER_WORD_MAX_BYTES:
-                chunk = sock.recv(4096)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
+            return read_reply(sock)
     except OSError:
         return ""
+
+
+def read_reply(sock: socket.socket) -> str:
+    """What the server sends until it closes (bounded): a four-letter command's answer, over
+    a plain or a TLS socket alike."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < FOUR_LETTER_WORD_MAX_BYTES:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
     return b"".join(chunks).decode("utf-8", errors="replace")

@@ -24,6 +24,7 @@ from typing import Literal
 
 from cryptography.hazmat.primitives import serialization
 
+from liftlog.embedded.probes import read_reply
 from spark_log.errors import ProcessStartError
 from spark_log.tls_config import ZkSecurityConfig
 
@@ -36,7 +37,6 @@ DEFAULT_ZK_DIGEST_USER = "liftlog"
 DIGEST_PASSWORD_BYTES = 32
 SECRET_FILE_MODE = 0o600
 PROBE_TIMEOUT_S = 1.0
-FOUR_LETTER_WORD_MAX_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -99,21 +99,13 @@ def tls_four_letter_word(
     host: str, port: int, word: str, context: ssl.SSLContext, timeout_s: float = PROBE_TIMEOUT_S
 ) -> str:
     """A four-letter command (``ruok``, ``srvr``) over TLS; '' when nothing answered."""
-    chunks: list[bytes] = []
     try:
         raw = socket.create_connection((host, port), timeout=timeout_s)
         with raw, context.wrap_socket(raw, server_hostname=host) as sock:
             sock.sendall(word.encode("ascii"))
-            size = 0
-            while size < FOUR_LETTER_WORD_MAX_BYTES:
-                chunk = sock.recv(4096)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
+            return read_reply(sock)
     except OSError:  # refused, reset, timeout and ssl.SSLError alike: "not ready"
         return ""
-    return b"".join(chunks).decode("utf-8", errors="replace")
 
 
 def node_zk_security(
