@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST := $(PY) -m pytest
 
-.PHONY: demo test fuzz fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake lint format clean-venv check-java
+.PHONY: demo test test-secure fuzz fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake bench-secure lint format clean-venv check-java
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory check-java
@@ -26,10 +26,21 @@ check-java:
 demo: $(STAMP)
 	$(VENV)/bin/liftlog demo
 
+# The integration fixtures run on the plain stack, or with LIFTLOG_TEST_STACK=secure on the
+# secured one (docs/security.md#testing-on-the-secured-stack); `make test` re-runs this subset
+# there: the REST API, the client, replication and the Spark source.
+SECURE_SUBSET := tests/integration/test_rest_api.py tests/integration/test_client.py \
+	tests/integration/test_replication.py tests/integration/test_datasource_batch.py
+
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(PYTEST) -q -m "not slow" tests
+	LIFTLOG_TEST_STACK=secure $(PYTEST) -q -m "not slow" $(SECURE_SUBSET)
+
+# The whole integration suite on the secured stack (tests that need the plain one are skipped).
+test-secure: $(STAMP)
+	LIFTLOG_TEST_STACK=secure $(PYTEST) -q -m "not slow" tests/integration
 
 # Hostile input (docs/security.md#fuzzing): the decoders under hypothesis and the REST API under
 # schemathesis (a live node, auth off, admin token, no credential), with many more cases than
@@ -85,6 +96,12 @@ bench-reassign: $(STAMP)
 # first stream create and first ack (median and spread over the runs)
 bench-ha: $(STAMP)
 	PYTHONPATH=. $(PY) bench/ha_recovery.py --runs 3 --json bench/results-ha-recovery.json
+
+# Acked ingest (per-message, producer batches, ack latency) on the plain stack beside the
+# `liftlog standalone --secure` one, in one run through the real client; 3 runs, median and
+# spread (about 2 minutes on 2 cores).
+bench-secure: $(STAMP)
+	PYTHONPATH=. $(PY) bench/secure_ingest.py --runs 3 --json bench/results-secure.json
 
 bench-compact: $(STAMP)
 	$(PY) -m datasource.compaction.bench --rows 2000000 --rounds 3 --json bench/compaction-latest.json

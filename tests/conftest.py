@@ -2,6 +2,8 @@
 
 Tests share the servers but never each other's data: each test gets its own ZooKeeper root
 (``zk_root``). Every process is stopped by PID and every temp dir removed in teardown.
+``LIFTLOG_TEST_STACK=secure`` makes both secured (TLS, NATS users, ZooKeeper client
+certificates and digest ACLs; see tests/stacks.py).
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ import pytest
 from coordinator.errors import ZNodeNotFoundError
 from coordinator.zk import ZkSession
 from liftlog.embedded import NatsServer, ZooKeeperServer, free_port
+from liftlog.embedded.nats_auth import NatsServerSecurity
 from liftlog.embedded.seaweedfs import S3Credentials, SeaweedFsServer, create_bucket
+from liftlog.embedded.zookeeper import secure_zookeeper
+from spark_log.tls_config import ZkSecurityConfig
+from tests.stacks import SecureMaterial, secure_stack
 from tests.waiting import wait_for
 
 # Short enough that expiry tests are quick, long enough for a loaded CI machine.
@@ -50,10 +56,38 @@ def temp_dir() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def zookeeper() -> Iterator[ZooKeeperServer]:
-    """A real ZooKeeper server (from pyspark's jars) on a free port."""
+def secure_material() -> Iterator[SecureMaterial | None]:
+    """The secured stack's CA, certificates and credentials (None on the plain stack)."""
+    if not secure_stack():
+        yield None
+        return
+    with _temp_dir("liftlog-secure-stack-") as directory:
+        yield SecureMaterial.create(directory)
+
+
+@pytest.fixture(scope="session")
+def zk_security(secure_material: SecureMaterial | None) -> ZkSecurityConfig | None:
+    """How the tests' own ZooKeeper sessions connect: TLS and the nodes' digest identity on
+    the secured stack (so they can read and delete what the nodes created), None otherwise."""
+    return secure_material.zk_security if secure_material else None
+
+
+@pytest.fixture(scope="session")
+def zookeeper(secure_material: SecureMaterial | None) -> Iterator[ZooKeeperServer]:
+    """A real ZooKeeper server (from pyspark's jars) on a free port; on the secured stack it
+    listens on a TLS port only and requires a client certificate of the stack's CA."""
     with _temp_dir("liftlog-zk-") as data_dir:
-        server = ZooKeeperServer(free_port(), data_dir)
+        if secure_material is None:
+            server = ZooKeeperServer(free_port(), data_dir)
+        else:
+            certs = secure_material.stack.certs
+            server = secure_zookeeper(
+                free_port(),
+                data_dir,
+                cert_file=certs.zookeeper.cert_file,
+                key_file=certs.zookeeper.key_file,
+                ca_file=certs.ca_file,
+            )
         server.start()
         try:
             yield server
@@ -62,10 +96,12 @@ def zookeeper() -> Iterator[ZooKeeperServer]:
 
 
 @pytest.fixture(scope="session")
-def nats_server() -> Iterator[NatsServer]:
-    """A real nats-server with JetStream on a free port."""
+def nats_server(secure_material: SecureMaterial | None) -> Iterator[NatsServer]:
+    """A real nats-server with JetStream on a free port; on the secured stack with TLS and
+    authorization (the node and publisher users)."""
+    security: NatsServerSecurity | None = secure_material.nats.security if secure_material else None
     with _temp_dir("liftlog-nats-") as data_dir:
-        server = NatsServer(free_port(), data_dir, jetstream=True)
+        server = NatsServer(free_port(), data_dir, jetstream=True, security=security)
         server.start()
         try:
             yield server
@@ -94,23 +130,27 @@ def s3_bucket(s3_server: SeaweedFsServer) -> tuple[str, S3Credentials]:
 
 
 @pytest.fixture
-def zk_root(zookeeper: ZooKeeperServer) -> Iterator[str]:
+def zk_root(zookeeper: ZooKeeperServer, zk_security: ZkSecurityConfig | None) -> Iterator[str]:
     """A root of its own for this test; its whole tree is deleted afterwards."""
     root = f"/liftlog-test-{uuid.uuid4().hex[:12]}"
     yield root
-    with ZkSession(zookeeper.connect_string, root) as cleaner:
+    with ZkSession(zookeeper.connect_string, root, security=zk_security) as cleaner:
         with contextlib.suppress(ZNodeNotFoundError):
             cleaner.delete_recursive("/")
         wait_for(lambda: not cleaner.exists("/"), message=f"{root} deleted")
 
 
 @pytest.fixture
-def make_zk_session(zookeeper: ZooKeeperServer, zk_root: str) -> Iterator[Callable[..., ZkSession]]:
+def make_zk_session(
+    zookeeper: ZooKeeperServer, zk_root: str, zk_security: ZkSecurityConfig | None
+) -> Iterator[Callable[..., ZkSession]]:
     """Start more sessions on the test's root (stopped afterwards): other brokers, racers."""
     sessions: list[ZkSession] = []
 
     def make(session_timeout_s: float = ZK_TEST_SESSION_TIMEOUT_S) -> ZkSession:
-        session = ZkSession(zookeeper.connect_string, zk_root, session_timeout_s).start()
+        session = ZkSession(
+            zookeeper.connect_string, zk_root, session_timeout_s, security=zk_security
+        ).start()
         sessions.append(session)
         return session
 

@@ -21,6 +21,7 @@ from liftlog.embedded.process import free_port
 from liftlog.embedded.standalone import Standalone
 from spark_log.auth_config import AuthConfig
 from tests.integration.conftest import _node_factory
+from tests.stacks import SecureMaterial
 from tests.waiting import wait_for
 
 PROPAGATION_TIMEOUT_S = 10.0
@@ -95,12 +96,17 @@ def start_auth_cluster(
     nodes: int = 1,
     *,
     bootstrap_everywhere: bool = True,
+    secure_material: SecureMaterial | None = None,
 ) -> Iterator[AuthCluster]:
     """``nodes`` nodes sharing a fresh ZooKeeper root, auth on; all stopped afterwards.
     Without ``bootstrap_everywhere`` only the first node knows the admin token: the others
-    have no credential of their own, so what they forward can only pass as the caller."""
+    have no credential of their own, so what they forward can only pass as the caller.
+    ``secure_material``: the session's secured NATS and ZooKeeper (the nodes still serve
+    plain HTTP with this cluster's own token)."""
     token = secrets.token_urlsafe(24)
-    factory = _node_factory(zookeeper, nats_server, root, f"/liftlog-{uuid.uuid4().hex[:12]}")
+    factory = _node_factory(
+        zookeeper, nats_server, root, f"/liftlog-{uuid.uuid4().hex[:12]}", secure_material
+    )
     make = next(factory)
     with_token = AuthConfig(enabled=True, bootstrap_token=token)
     without = with_token if bootstrap_everywhere else AuthConfig(enabled=True)

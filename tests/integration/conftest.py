@@ -1,4 +1,9 @@
-"""Fixtures that run real ingest nodes (child processes) against the session's NATS and ZK."""
+"""Fixtures that run real ingest nodes (child processes) against the session's NATS and ZK.
+
+On the secured stack (``LIFTLOG_TEST_STACK=secure``, see tests/stacks.py) the nodes serve
+HTTPS with auth on, log in to NATS and ZooKeeper over TLS, and the test process reaches them
+with the admin token and the NATS publisher user from the environment.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,9 @@ from liftlog.embedded.node import NodeProcess
 from liftlog.embedded.process import free_port
 from spark_log.auth_config import AuthConfig
 from spark_log.config import LakeConfig, LogConfig, NodeConfig
+from spark_log.credentials import ClientCredentials
+from spark_log.nats_config import nats_credentials_from_env
+from spark_log.nats_options import nats_auth_options
 from tests.integration.secure_zk import (  # noqa: F401  (the TLS-only ZooKeeper's fixtures)
     cluster_security,
     make_kazoo,
@@ -25,14 +33,43 @@ from tests.integration.secure_zk import (  # noqa: F401  (the TLS-only ZooKeeper
 )
 from tests.integration.spark_session import spark  # noqa: F401  (the shared Spark fixture)
 from tests.lake_stores import LAKE_KINDS, S3, LakeUnderTest, local_lake, s3_lake
+from tests.stacks import SecureMaterial, exported
 
 NODE_ZK_SESSION_TIMEOUT_S = 4.0
 
 NodeFactory = Callable[..., NodeProcess]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def stack_environment(secure_material: SecureMaterial | None) -> Iterator[None]:
+    """On the secured stack: the client credentials every test (its ``Client``s and
+    ``RestClient``s, the CLI and Spark's Python workers it starts) finds in the environment.
+    Set before any node or Spark session starts, so their children inherit it."""
+    if secure_material is None:
+        yield
+        return
+    yield from exported(secure_material.client_env())
+
+
+def node_client(base_url: str, timeout: float = 30, **kwargs: Any) -> httpx.Client:
+    """An HTTP client of a node: on the secured stack it sends the admin token and trusts
+    the stack's CA (both from the environment ``stack_environment`` exported)."""
+    credentials = ClientCredentials.resolve()
+    return httpx.Client(
+        base_url=base_url,
+        timeout=timeout,
+        headers=credentials.headers(),
+        verify=credentials.ssl_context() or True,
+        **kwargs,
+    )
+
+
 def _node_factory(
-    zookeeper: Any, nats_server: Any, root: Path, zk_root: str
+    zookeeper: Any,
+    nats_server: Any,
+    root: Path,
+    zk_root: str,
+    secure_material: SecureMaterial | None = None,
 ) -> Iterator[NodeFactory]:
     started: list[NodeProcess] = []
 
@@ -41,6 +78,14 @@ def _node_factory(
     ) -> NodeProcess:
         # one lake for the whole cluster, as in production: a new leader continues the table
         overrides.setdefault("lake", LakeConfig(uri=str(root / "lake")))
+        if secure_material is not None:
+            # HTTPS, auth with the admin token, NATS and ZooKeeper over TLS with credentials;
+            # a test bringing its own AuthConfig (an auth test's cluster) keeps plain HTTP
+            settings = secure_material.node_settings(broker_id)
+            if "auth" in overrides:
+                del settings["auth"], settings["api_tls"]
+            for name, value in settings.items():
+                overrides.setdefault(name, value)
         # the plain stack checks no credentials; auth tests pass their own AuthConfig
         overrides.setdefault("auth", AuthConfig(enabled=False))
         config = NodeConfig(
@@ -66,18 +111,27 @@ def _node_factory(
 
 
 @pytest.fixture
-def make_node(zookeeper: Any, nats_server: Any, tmp_path: Path) -> Iterator[NodeFactory]:
+def make_node(
+    zookeeper: Any, nats_server: Any, tmp_path: Path, secure_material: SecureMaterial | None
+) -> Iterator[NodeFactory]:
     """Start nodes with their own ZooKeeper root and data dirs; all stopped after the test."""
-    yield from _node_factory(zookeeper, nats_server, tmp_path, f"/liftlog-{uuid.uuid4().hex[:12]}")
+    yield from _node_factory(
+        zookeeper, nats_server, tmp_path, f"/liftlog-{uuid.uuid4().hex[:12]}", secure_material
+    )
 
 
 @pytest.fixture(scope="module")
 def node(
-    zookeeper: Any, nats_server: Any, tmp_path_factory: pytest.TempPathFactory
+    zookeeper: Any,
+    nats_server: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    secure_material: SecureMaterial | None,
 ) -> Iterator[NodeProcess]:
     """One node shared by a test module (tests use their own stream names)."""
     root = tmp_path_factory.mktemp("node")
-    factory = _node_factory(zookeeper, nats_server, root, f"/liftlog-{uuid.uuid4().hex[:12]}")
+    factory = _node_factory(
+        zookeeper, nats_server, root, f"/liftlog-{uuid.uuid4().hex[:12]}", secure_material
+    )
     make = next(factory)
     yield make(1)
     next(factory, None)
@@ -85,13 +139,20 @@ def node(
 
 @pytest.fixture
 def api(node: NodeProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=node.api_url, timeout=30) as client:
+    with node_client(node.api_url) as client:
         yield client
+
+
+def nats_client_options() -> dict[str, Any]:
+    """``nats.connect`` arguments of a publisher: on the secured stack the publisher user
+    over TLS (``LIFTLOG_NATS_*`` from ``stack_environment``), nothing on the plain one."""
+    return nats_auth_options(nats_credentials_from_env())
 
 
 @pytest.fixture
 async def nc(nats_server: Any) -> AsyncIterator[nats.NATS]:
-    conn = await nats.connect(nats_server.url)
+    """A publisher's NATS connection."""
+    conn = await nats.connect(nats_server.url, **nats_client_options())
     yield conn
     await conn.drain()
 

@@ -18,6 +18,7 @@ from spark_log.api_models import FlushResult, StreamDescription
 from spark_log.client import Client
 from spark_log.config import LakeConfig
 from tests.integration.conftest import _node_factory
+from tests.stacks import SecureMaterial
 
 MANUAL_EXPORT_INTERVAL_S = 3600.0
 """Long enough that only an explicit flush exports: the lake/tail seam stays where a test put
@@ -26,11 +27,16 @@ it."""
 
 @pytest.fixture(scope="module")
 def lake_node(
-    zookeeper: Any, nats_server: Any, tmp_path_factory: pytest.TempPathFactory
+    zookeeper: Any,
+    nats_server: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    secure_material: SecureMaterial | None,
 ) -> Iterator[NodeProcess]:
     """One node (shared by a module) whose lake exports only on flush."""
     root = tmp_path_factory.mktemp("lake-node")
-    factory = _node_factory(zookeeper, nats_server, root, f"/liftlog-{uuid.uuid4().hex[:12]}")
+    factory = _node_factory(
+        zookeeper, nats_server, root, f"/liftlog-{uuid.uuid4().hex[:12]}", secure_material
+    )
     make = next(factory)
     yield make(1, lake=LakeConfig(export_interval_s=MANUAL_EXPORT_INTERVAL_S))
     next(factory, None)

@@ -9,13 +9,13 @@ import struct
 from pathlib import Path
 from typing import Any
 
-import httpx
 from crc32c import crc32c
 
 from spark_log.auth_config import AuthConfig
 from spark_log.encryption_config import EncryptionConfig
 from spark_log.log import decode_header, decode_records
 from spark_log.log.batch import CRC_END
+from tests.integration.conftest import node_client
 
 NO_AUTH = AuthConfig(enabled=False)
 CRC_FIELD_POSITION = 12
@@ -54,7 +54,7 @@ def files_contain(paths: list[Path], needle: bytes) -> bool:
 
 
 def fetch_values(api_url: str, stream: str, **params: Any) -> list[str]:
-    with httpx.Client(base_url=api_url, timeout=30) as api:
+    with node_client(api_url) as api:
         resp = api.get(
             f"/v1/streams/{stream}/partitions/0/records",
             params={"offset": 0, "max_records": 10000, "encoding": "utf-8", **params},

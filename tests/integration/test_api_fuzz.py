@@ -38,7 +38,13 @@ def _start(request: pytest.FixtureRequest, auth: AuthConfig) -> Iterator[NodePro
     zookeeper = request.getfixturevalue("zookeeper")
     nats_server = request.getfixturevalue("nats_server")
     root: Path = request.getfixturevalue("tmp_path_factory").mktemp("fuzz")
-    factory = _node_factory(zookeeper, nats_server, root, f"/liftlog-fuzz-{uuid.uuid4().hex[:12]}")
+    factory = _node_factory(
+        zookeeper,
+        nats_server,
+        root,
+        f"/liftlog-fuzz-{uuid.uuid4().hex[:12]}",
+        request.getfixturevalue("secure_material"),
+    )
     make = next(factory)
     yield make(1, auth=auth, ingest=IngestConfig(max_wait_ms=FETCH_WAIT_MAX_MS))
     next(factory, None)

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from ingest.api.route_acl import OPEN_PATHS, ROUTE_RULES
+from spark_log.auth_config import AuthConfig
 from tests.integration.auth_stack import (
     PROPAGATION_TIMEOUT_S,
     AuthCluster,
@@ -27,11 +28,18 @@ OK = None  # allowed: whatever the route answers, never 401 or 403
 
 
 @pytest.fixture(scope="module", params=["plain", "secure"])
-def cluster(request, zookeeper, nats_server, tmp_path_factory) -> Iterator[AuthCluster]:
+def cluster(
+    request, zookeeper, nats_server, tmp_path_factory, secure_material
+) -> Iterator[AuthCluster]:
     if request.param == "secure":
         yield from start_secure_cluster()
     else:
-        yield from start_auth_cluster(zookeeper, nats_server, tmp_path_factory.mktemp("auth"))
+        yield from start_auth_cluster(
+            zookeeper,
+            nats_server,
+            tmp_path_factory.mktemp("auth"),
+            secure_material=secure_material,
+        )
 
 
 def test_every_route_but_the_open_ones_needs_a_valid_token(cluster):
@@ -337,7 +345,7 @@ def test_stream_listing_shows_only_what_the_caller_may_describe(cluster, princip
 
 
 def test_plain_nodes_report_auth_disabled(make_node):
-    node = make_node(1)
+    node = make_node(1, auth=AuthConfig(enabled=False))  # plain HTTP on the secured stack too
     with httpx.Client(base_url=node.api_url, timeout=30) as api:
         assert api.get("/v1/cluster").json()["auth"] == "disabled"
         assert api.get("/v1/auth/whoami").json() == {"principal": "anonymous", "auth": "disabled"}

@@ -12,9 +12,16 @@ from tests.waiting import wait_for
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper, nats_server, tmp_path_factory) -> Iterator[AuthCluster]:
+def cluster(zookeeper, nats_server, tmp_path_factory, secure_material) -> Iterator[AuthCluster]:
     root = tmp_path_factory.mktemp("auth3")
-    yield from start_auth_cluster(zookeeper, nats_server, root, 3, bootstrap_everywhere=False)
+    yield from start_auth_cluster(
+        zookeeper,
+        nats_server,
+        root,
+        3,
+        bootstrap_everywhere=False,
+        secure_material=secure_material,
+    )
 
 
 def _status(cluster: AuthCluster, node: int, token: str, path: str) -> int:

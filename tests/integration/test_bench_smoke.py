@@ -1,5 +1,5 @@
-"""``liftlog bench`` and the lake benchmarks end to end with tiny sizes: every figure present,
-nothing lost.
+"""``liftlog bench``, the lake benchmarks and the plain-beside-``--secure`` ingest benchmark end
+to end with tiny sizes: every figure present, nothing lost.
 
 No timing assertions (the benchmark prints numbers, it does not assert them); this only
 checks that each measurement ran, produced positive figures, lost no record and stopped
@@ -140,7 +140,7 @@ def test_replicated_mode_reports_every_figure_and_loses_nothing(tmp_path):
     assert body["targets"] and all(isinstance(t["met"], bool) for t in body["targets"])
 
 
-# --------------------------------------------------------------------------- lake benchmarks
+# ------------------------------------------------------------------ benchmark scripts (bench/)
 # Each runs as a user runs it (a process of its own, from the repository root), with tiny
 # sizes; its temporary files go to a directory of the test's own, so that any process it left
 # behind (SeaweedFS, the stack, Spark's JVM or workers) can be found by that directory in its
@@ -148,7 +148,7 @@ def test_replicated_mode_reports_every_figure_and_loses_nothing(tmp_path):
 
 REPO = Path(__file__).resolve().parents[2]
 LAKES = ("local", "s3")
-LAKE_BENCH_TIMEOUT_S = 240
+SCRIPT_BENCH_TIMEOUT_S = 240
 LEFTOVER_TIMEOUT_S = 30.0
 
 
@@ -168,9 +168,9 @@ def _processes_started_under(tmpdir: Path) -> list[int]:
     return found
 
 
-def _run_lake_bench(tmp_path: Path, script: str, *flags: str) -> tuple[dict, str]:
-    """Run ``bench/<script>`` with ``flags``; its JSON and printed report. Fails when it left
-    a process running or a temporary directory behind."""
+def _run_bench_script(tmp_path: Path, script: str, *flags: str) -> tuple[dict, str]:
+    """Run ``bench/<script>`` with ``flags`` and one run; its JSON and printed report. Fails
+    when it left a process running or a temporary directory behind."""
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     out = tmp_path / "results.json"
@@ -181,7 +181,7 @@ def _run_lake_bench(tmp_path: Path, script: str, *flags: str) -> tuple[dict, str
         env=env,
         capture_output=True,
         text=True,
-        timeout=LAKE_BENCH_TIMEOUT_S,
+        timeout=SCRIPT_BENCH_TIMEOUT_S,
         check=False,
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
@@ -190,7 +190,7 @@ def _run_lake_bench(tmp_path: Path, script: str, *flags: str) -> tuple[dict, str
         timeout_s=LEFTOVER_TIMEOUT_S,
         message=f"every process {script} started to stop",
     )
-    assert [p.name for p in tmpdir.glob("liftlog-bench-lake-*")] == []
+    assert [p.name for p in tmpdir.glob("liftlog-bench-*")] == []
     return json.loads(out.read_text()), done.stdout
 
 
@@ -198,9 +198,9 @@ def _positive_median(figure: dict) -> bool:
     return len(figure["runs"]) == 1 and figure["median"] > 0
 
 
-@pytest.mark.timeout(LAKE_BENCH_TIMEOUT_S + 60)
+@pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
 def test_lake_export_bench_reports_both_lakes(tmp_path):
-    body, printed = _run_lake_bench(
+    body, printed = _run_bench_script(
         tmp_path, "lake_export.py", "--records", "4000", "--batch-sizes", "1000,4000"
     )
     assert [s["records_per_commit"] for s in body["batch_sizes"]] == [1000, 4000]
@@ -217,9 +217,9 @@ def test_lake_export_bench_reports_both_lakes(tmp_path):
     assert "local lake, median (min..max)" in printed and "S3 lake (SeaweedFS)" in printed
 
 
-@pytest.mark.timeout(LAKE_BENCH_TIMEOUT_S + 60)
+@pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
 def test_lake_read_bench_reports_both_lakes_and_the_native_peer(tmp_path):
-    body, printed = _run_lake_bench(tmp_path, "spark_read_lake.py", "--records", "4000")
+    body, printed = _run_bench_script(tmp_path, "spark_read_lake.py", "--records", "4000")
     assert set(body["queries"]) == {"count", "filtered_aggregation"}
     assert body["queries"]["count"]["rows"] == 4000
     assert 0 < body["queries"]["filtered_aggregation"]["rows"] < 4000
@@ -233,9 +233,9 @@ def test_lake_read_bench_reports_both_lakes_and_the_native_peer(tmp_path):
     assert "liftlog, S3 lake" in printed and "native Parquet, local files" in printed
 
 
-@pytest.mark.timeout(LAKE_BENCH_TIMEOUT_S + 60)
+@pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
 def test_lake_compaction_bench_reports_both_lakes(tmp_path):
-    body, printed = _run_lake_bench(tmp_path, "compact_s3.py", "--rows", "4000")
+    body, printed = _run_bench_script(tmp_path, "compact_s3.py", "--rows", "4000")
     assert body["rows_before"] == 4000 and 0 < body["rows_after"] < 4000
     for lake in LAKES:
         figures = body["lakes"][lake]
@@ -245,3 +245,80 @@ def test_lake_compaction_bench_reports_both_lakes(tmp_path):
     assert body["s3_over_local_seconds"] > 0
     assert body["peak_rss_mb"]["spark_jvm"] > 0 and body["peak_rss_mb"]["seaweedfs"] > 0
     assert "S3 lake (SeaweedFS), median (min..max)" in printed
+
+
+SECURE_SMOKE_RECORDS = 500
+SECURE_SMOKE_SIZE = 1024
+SECURE_MODES = ("plain", "secure")
+SECURE_FIGURES = (
+    "acked_records_per_s",
+    "acked_mb_per_s",
+    "batch_records_per_s",
+    "batch_mb_per_s",
+    "latency_p50_ms",
+    "latency_p99_ms",
+    "batch_latency_p50_ms",
+    "batch_latency_p99_ms",
+)
+SECURE_PRINTED_ROWS = (
+    "plain, median (min..max)",
+    "--secure, median (min..max)",
+    "secure / plain",
+    "per-message acked (window 256), records/s",
+    "per-message acked, MB/s",
+    "producer batches, MB/s",
+    "single publish at 1,000/s, ack p50 ms",
+    "single publish, ack p99 ms",
+    "producer batch, ack p99 ms",
+    "acked / stored / lost records (all runs)",
+)
+
+
+def _latency_figures_hold(latency: dict) -> bool:
+    return (
+        latency["count"] > 0
+        and latency["failed"] == 0
+        and 0 < latency["p50_ms"] <= latency["p99_ms"] <= latency["max_ms"]
+    )
+
+
+@pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
+def test_secure_ingest_bench_reports_both_stacks_and_loses_nothing(tmp_path):
+    """``bench/secure_ingest.py`` with tiny counts: both stacks measured (the secured one
+    really over HTTPS), every figure in the JSON and in the printed table, every acked record
+    in the stream, every process stopped. No timing assertions."""
+    body, printed = _run_bench_script(
+        tmp_path,
+        "secure_ingest.py",
+        "--records",
+        str(SECURE_SMOKE_RECORDS),
+        "--sizes",
+        str(SECURE_SMOKE_SIZE),
+        "--latency-seconds",
+        "0.5",
+    )
+    assert body["settings"]["runs"] == 1 and body["settings"]["records"] == SECURE_SMOKE_RECORDS
+    assert body["stacks"]["secure"]["node-1 api"].startswith("https://")
+    assert body["stacks"]["plain"]["node-1 api"].startswith("http://")
+    (result,) = body["results"]
+    assert result["record_bytes"] == SECURE_SMOKE_SIZE and result["records_per_batch"] > 0
+    for mode in SECURE_MODES:
+        figures = result["modes"][mode]
+        for key in SECURE_FIGURES:
+            assert _positive_median(figures["figures"][key]), (mode, key)
+        assert figures["failed_records"] == 0, mode
+        stored = figures["stored"]
+        assert stored["acked"] > 0 and stored["lost"] == 0, (mode, stored)
+        assert stored["stored"] >= stored["acked"], (mode, stored)
+        (run,) = figures["runs"]
+        acked = run["per_message_acked"]
+        assert acked["records"] == SECURE_SMOKE_RECORDS, (mode, acked["first_error"])
+        assert acked["failed"] == 0, (mode, acked["first_error"])
+        batches = run["producer_batches"]
+        assert batches["records"] >= SECURE_SMOKE_RECORDS and batches["failed"] == 0, mode
+        assert _latency_figures_hold(run["latency"]), (mode, run["latency"])
+        assert _latency_figures_hold(run["batch_latency"]), (mode, run["batch_latency"])
+        assert body["node_peak_rss_mb"][mode] > 0
+    assert all(v is not None and v > 0 for v in result["secure_over_plain"].values())
+    for row in SECURE_PRINTED_ROWS:
+        assert row in printed, row

@@ -7,7 +7,6 @@ import datetime as dt
 import threading
 import time
 
-import httpx
 import psutil
 import pytest
 
@@ -33,6 +32,7 @@ from spark_log.errors import (
     StreamPausedError,
     UnavailableError,
 )
+from tests.integration.conftest import node_client
 from tests.waiting import wait_for_async
 
 
@@ -255,12 +255,13 @@ async def test_reassignment_calls_and_a_cancel_with_nothing_pending(node, stream
         submitted = await client.reassign(stream_name, {0: [1]})  # already there: no-op
         assert isinstance(submitted, ReassignmentStatus) and submitted.stream == stream_name
 
-        pending_url = f"{node.api_url}/v1/streams/{stream_name}/reassign"
-        await wait_for_async(
-            lambda: not httpx.get(pending_url, timeout=10).json()["partitions"],
-            30,
-            message="the no-op reassignment finished",
-        )
+        pending_path = f"/v1/streams/{stream_name}/reassign"
+        with node_client(node.api_url, timeout=10) as api:
+            await wait_for_async(
+                lambda: not api.get(pending_path).json()["partitions"],
+                30,
+                message="the no-op reassignment finished",
+            )
         assert (await client.reassignment_status(stream_name)).partitions == ()
         with pytest.raises(NoReassignmentError, match="no reassignment in progress"):
             await client.cancel_reassignment(stream_name)

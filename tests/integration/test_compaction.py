@@ -35,7 +35,7 @@ from spark_log.lake.rewrite import RewriteSnapshot
 from spark_log.lake.storage import LakeStorage
 from spark_log.rest import RestClient
 from tests.integration.compaction_race import QUIET, compact_twice_at_once
-from tests.integration.conftest import create_stream
+from tests.integration.conftest import create_stream, node_client
 from tests.waiting import wait_for
 
 HOUR_MS = 3_600_000
@@ -238,7 +238,7 @@ def test_export_and_compaction_race_loses_nothing(node, api, stream_name, spark)
     errors: list[BaseException] = []
 
     def export_forever() -> None:
-        with httpx.Client(base_url=str(api.base_url), timeout=60) as client:
+        with node_client(str(api.base_url), timeout=60) as client:
             round_ = 0
             while not stop.is_set() or round_ < 3:
                 for p in (0, 1):

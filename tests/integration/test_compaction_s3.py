@@ -33,7 +33,7 @@ from spark_log.lake.rewrite import RewriteSnapshot
 from spark_log.lake.storage import LakeStorage
 from spark_log.rest import RestClient
 from tests.integration.compaction_race import QUIET, compact_twice_at_once
-from tests.integration.conftest import create_stream
+from tests.integration.conftest import create_stream, node_client
 from tests.integration.s3_lake import Row, S3StreamTable, s3_options
 from tests.waiting import wait_for
 
@@ -225,7 +225,7 @@ def s3_node_api(make_node, s3_bucket) -> Iterator[tuple[httpx.Client, str, S3Cre
     """A node whose lake is the bucket (describe names the s3:// tables); its REST client."""
     bucket, creds = s3_bucket
     node = make_node(lake=LakeConfig(uri=f"s3://{bucket}/lake", storage_options=s3_options(creds)))
-    with httpx.Client(base_url=node.api_url, timeout=30) as client:
+    with node_client(node.api_url, timeout=30) as client:
         yield client, bucket, creds
 
 

@@ -37,6 +37,7 @@ from spark_log.errors import (
     StreamNotFoundError,
 )
 from spark_log.stream_spec import StreamSpec
+from tests.stacks import plain_stack_only
 from tests.waiting import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -115,6 +116,7 @@ def test_deregister_removes_only_its_own_registration(zk_session, make_zk_sessio
     assert broker_ids(zk_session) == [1]
 
 
+@plain_stack_only("the child broker connects to ZooKeeper without TLS or a digest identity")
 def test_reregistration_after_an_unclean_stop_waits_for_the_old_session(
     zookeeper, zk_root, zk_session, temp_dir
 ):

@@ -6,6 +6,10 @@ import json
 import subprocess
 import sys
 
+from tests.stacks import plain_stack_only
+
+pytestmark = plain_stack_only("`liftlog demo` runs its own plain stack, not the session's")
+
 
 def test_demo_runs_end_to_end(tmp_path):
     result = subprocess.run(

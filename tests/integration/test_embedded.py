@@ -22,7 +22,10 @@ from liftlog.embedded.probes import four_letter_word, http_ok
 from liftlog.embedded.process import live_children
 from spark_log.config import DEFAULT_SEGMENT_BYTES
 from spark_log.errors import ConfigError, InvalidRequestError, ProcessStartError
+from tests.stacks import plain_stack_only
 from tests.waiting import wait_for
+
+pytestmark = plain_stack_only("starts its own plain servers and stacks, not the session's")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHILD_READY_TIMEOUT_S = 30.0

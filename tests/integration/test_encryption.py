@@ -7,13 +7,12 @@ from __future__ import annotations
 import dataclasses
 import json
 
-import httpx
 import pytest
 
 from liftlog import cli
 from spark_log.client import Client
 from spark_log.encryption_config import EncryptionConfig
-from tests.integration.conftest import create_stream
+from tests.integration.conftest import create_stream, node_client
 from tests.integration.encryption_cluster import (
     NO_AUTH,
     encrypted_node_overrides,
@@ -37,7 +36,7 @@ def test_an_encrypted_stream_without_a_master_key_is_refused(
     argv = ["stream", "create", stream_name, "--subject", f"{stream_name}.in", "--encryption"]
     assert cli.main([*argv, "--server", node.api_url]) == 1
     assert "liftlog: encryption_unavailable:" in capsys.readouterr().err
-    with httpx.Client(base_url=node.api_url, timeout=30) as api:
+    with node_client(node.api_url, timeout=30) as api:
         body = {"name": stream_name, "subject": f"{stream_name}.in", "encryption": True}
         resp = api.post("/v1/streams", json=body)
         assert resp.status_code == 400, resp.text
@@ -50,7 +49,7 @@ def test_an_encrypted_stream_without_a_master_key_is_refused(
 async def test_values_are_ciphertext_on_disk_and_plaintext_for_readers(make_node, stream_name):
     key = new_master_key()
     nodes = [make_node(i, **encrypted_node_overrides(key)) for i in (1, 2)]
-    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
+    with node_client(nodes[0].api_url, timeout=30) as api:
         created = create_stream(api, stream_name, replication_factor=2, min_isr=1, encryption=True)
     assert created["encryption"] is True
     leader_id = created["partitions"][0]["leader"]
@@ -94,7 +93,7 @@ def test_rotation_rewraps_keys_without_rewriting_data(
 ):
     old_key, new_key = new_master_key(), new_master_key()
     node = make_node(1, **encrypted_node_overrides(old_key))
-    with httpx.Client(base_url=node.api_url, timeout=30) as api:
+    with node_client(node.api_url, timeout=30) as api:
         create_stream(api, stream_name, partitions=2, encryption=True)
         resp = api.post(
             f"/v1/streams/{stream_name}/partitions/0/records",
@@ -112,7 +111,7 @@ def test_rotation_rewraps_keys_without_rewriting_data(
         node.config, encryption=EncryptionConfig(master_key=new_key, previous_master_key=old_key)
     )
     node.start()
-    with httpx.Client(base_url=node.api_url, timeout=30) as api:
+    with node_client(node.api_url, timeout=30) as api:
         rotated = api.post("/v1/encryption/rotate")
         assert rotated.status_code == 200, rotated.text
         assert (rotated.json()["rewrapped"], rotated.json()["unchanged"]) == (2, 0)
@@ -131,14 +130,14 @@ def test_rotation_rewraps_keys_without_rewriting_data(
     # the old key alone no longer opens the data: a clear, typed refusal
     node.config = dataclasses.replace(node.config, encryption=EncryptionConfig(master_key=old_key))
     node.start()
-    with httpx.Client(base_url=node.api_url, timeout=30) as api:
+    with node_client(node.api_url, timeout=30) as api:
         resp = api.get(f"/v1/streams/{stream_name}/partitions/0/records")
         assert resp.status_code == 503, resp.text
         assert resp.json()["error"]["code"] == "key_unavailable"
 
 
 def _leader_of(api_url: str, stream: str) -> int | None:
-    with httpx.Client(base_url=api_url, timeout=10) as api:
+    with node_client(api_url, timeout=10) as api:
         resp = api.get(f"/v1/streams/{stream}")
     if resp.status_code != 200:
         return None
@@ -150,7 +149,7 @@ def test_a_tampered_value_on_disk_is_refused_not_returned(make_node, stream_name
     """Flip one ciphertext byte in the segment and fix the batch CRC, as someone with disk
     access could: the fetch fails with decryption_failed instead of returning garbage."""
     node = make_node(1, **encrypted_node_overrides(new_master_key()))
-    with httpx.Client(base_url=node.api_url, timeout=30) as api:
+    with node_client(node.api_url, timeout=30) as api:
         create_stream(api, stream_name, encryption=True)
         resp = api.post(
             f"/v1/streams/{stream_name}/partitions/0/records",
@@ -163,7 +162,7 @@ def test_a_tampered_value_on_disk_is_refused_not_returned(make_node, stream_name
     (segment,) = segment_files(node.config.data_dir, stream_name)
     tamper_first_value(segment)
     node.start()
-    with httpx.Client(base_url=node.api_url, timeout=30) as api:
+    with node_client(node.api_url, timeout=30) as api:
         resp = api.get(f"/v1/streams/{stream_name}/partitions/0/records")
     assert resp.status_code == 500, resp.text
     assert resp.json()["error"]["code"] == "decryption_failed"

@@ -6,13 +6,12 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-import httpx
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from spark_log.config import LakeConfig
 from spark_log.crypto import ValueCipher
-from tests.integration.conftest import create_stream
+from tests.integration.conftest import create_stream, node_client
 from tests.integration.encryption_cluster import encrypted_node_overrides, new_master_key
 
 SECRET = "lake-secret-payload"
@@ -25,7 +24,7 @@ def test_lake_files_are_encrypted_and_the_source_decrypts(make_node, stream_name
     lake = LakeConfig(export_interval_s=NEVER_S, export_min_bytes=HUGE_BYTES)
     node = make_node(1, lake=lake, **encrypted_node_overrides(new_master_key()))
     expected = [f"{SECRET}-{i}" for i in range(COUNT)]
-    with httpx.Client(base_url=node.api_url, timeout=60) as api:
+    with node_client(node.api_url, timeout=60) as api:
         create_stream(api, stream_name, encryption=True)
         published = api.post(
             f"/v1/streams/{stream_name}/partitions/0/records",

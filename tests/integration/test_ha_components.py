@@ -24,6 +24,7 @@ from liftlog.embedded.zookeeper_ensemble import ZooKeeperEnsemble
 from spark_log.auth_config import AuthConfig
 from spark_log.config import LakeConfig, NodeConfig
 from tests.integration.conftest import create_stream
+from tests.stacks import plain_stack_only
 from tests.waiting import wait_for
 
 CLUSTER_SIZE = 3
@@ -32,6 +33,11 @@ ACK_TIMEOUT_S = 0.5
 RECOVERY_TIMEOUT_S = 60.0
 DELIVERY_TIMEOUT_S = 10.0
 ADVERTISED_HOST = "127.0.0.2"  # resolves locally; the registration need not be reachable
+
+
+PLAIN_ZOOKEEPER = plain_stack_only(
+    "builds its node config by hand for the plain ZooKeeper and NATS (HA components under test)"
+)
 
 
 @pytest.fixture
@@ -119,6 +125,7 @@ def start_node(temp_dir: Path) -> Iterator[Any]:
         proc.stop()
 
 
+@PLAIN_ZOOKEEPER
 def test_node_registers_and_reports_its_advertised_urls(
     temp_dir: Path, zookeeper: Any, nats_server: Any, start_node: Any
 ) -> None:
@@ -153,6 +160,7 @@ async def _ack(nc: nats.NATS, subject: str) -> bool:
     return b'"offset"' in reply.data
 
 
+@PLAIN_ZOOKEEPER
 async def test_node_keeps_acking_after_its_nats_server_is_killed(
     temp_dir: Path, zookeeper: Any, nats_cluster: NatsCluster, start_node: Any
 ) -> None:

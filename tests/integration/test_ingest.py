@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import re
 
-import httpx
 import nats
 import pytest
 
 from spark_log.client import Client
 from spark_log.errors import ExpectedOffsetMismatchError, RecordTooLargeError
-from tests.integration.conftest import create_stream, fetch
+from tests.integration.conftest import create_stream, fetch, nats_client_options, node_client
 from tests.waiting import wait_for
 
 
@@ -182,9 +181,9 @@ async def test_slow_consumer_drops_are_counted(make_node, nats_server, stream_na
     from spark_log.config import IngestConfig
 
     node = make_node(ingest=IngestConfig(pending_msgs_limit=8, pending_bytes_limit=64 * 1024))
-    with httpx.Client(base_url=node.api_url, timeout=30) as api:
+    with node_client(node.api_url, timeout=30) as api:
         create_stream(api, stream_name)
-        nc = await nats.connect(nats_server.url)
+        nc = await nats.connect(nats_server.url, **nats_client_options())
         for _ in range(20):
             for i in range(2000):
                 await nc.publish(f"{stream_name}.in", b"x" * 512, headers={"n": str(i)})

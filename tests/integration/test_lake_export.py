@@ -21,7 +21,7 @@ from liftlog import cli
 from spark_log.api_models import FlushResult, StreamDescription
 from spark_log.client import Client
 from spark_log.config import LakeConfig, LogConfig
-from tests.integration.conftest import create_stream
+from tests.integration.conftest import create_stream, node_client
 from tests.lake_stores import LakeUnderTest, open_delta
 from tests.waiting import wait_for
 
@@ -134,7 +134,7 @@ async def test_flush_exports_every_record_readable_by_deltalake_polars_duckdb_an
     make_node, stream_name, capsys, spark
 ):
     node = make_node(lake=LakeConfig(export_interval_s=NEVER_S, export_min_bytes=HUGE_BYTES))
-    with httpx.Client(base_url=node.api_url, timeout=60) as api:
+    with node_client(node.api_url, timeout=60) as api:
         create_stream(api, stream_name, partitions=2)
         expected = await publish_known_records(node.api_url, stream_name)
         flushed = flush_with_cli(node.api_url, stream_name, capsys)
@@ -197,7 +197,7 @@ def _bytes(value: Any) -> bytes | None:
 
 def test_records_are_exported_by_age_without_a_flush(make_node, stream_name):
     node = make_node(lake=LakeConfig(export_interval_s=1.0, export_min_bytes=HUGE_BYTES))
-    with httpx.Client(base_url=node.api_url, timeout=30) as api:
+    with node_client(node.api_url, timeout=30) as api:
         create_stream(api, stream_name)
         url = f"/v1/streams/{stream_name}/partitions/0/records"
         api.post(
@@ -222,7 +222,7 @@ def test_records_are_exported_by_age_without_a_flush(make_node, stream_name):
 
 def test_records_are_exported_by_size_without_a_flush(make_node, stream_name):
     node = make_node(lake=LakeConfig(export_interval_s=NEVER_S, export_min_bytes=16 * 1024))
-    with httpx.Client(base_url=node.api_url, timeout=30) as api:
+    with node_client(node.api_url, timeout=30) as api:
         create_stream(api, stream_name)
         url = f"/v1/streams/{stream_name}/partitions/0/records"
         for i in range(8):  # ~4 KiB per request: the fourth one crosses 16 KiB
@@ -244,7 +244,7 @@ def test_a_restarted_node_keeps_its_lake_offset_and_continues_without_duplicates
 ):
     node = make_node(lake=test_lake.config(export_interval_s=NEVER_S, export_min_bytes=HUGE_BYTES))
     url = f"/v1/streams/{stream_name}/partitions/0/records"
-    with httpx.Client(base_url=node.api_url, timeout=30) as api:
+    with node_client(node.api_url, timeout=30) as api:
         create_stream(api, stream_name)
         api.post(
             url,
@@ -253,7 +253,7 @@ def test_a_restarted_node_keeps_its_lake_offset_and_continues_without_duplicates
         )
         assert flush(api, stream_name).partitions[0].lake_offset == 10
     node.restart()
-    with httpx.Client(base_url=node.api_url, timeout=30) as api:
+    with node_client(node.api_url, timeout=30) as api:
         assert lake_offsets(api, stream_name) == [10]
         api.post(
             url,
@@ -284,7 +284,7 @@ def test_retention_deletes_only_segments_the_lake_holds(
         lake=test_lake.config(export_interval_s=NEVER_S, export_min_bytes=HUGE_BYTES),
     )
     url = f"/v1/streams/{stream_name}/partitions/0/records"
-    with httpx.Client(base_url=node.api_url, timeout=30) as api:
+    with node_client(node.api_url, timeout=30) as api:
         create_stream(api, stream_name, retention_messages=50)
 
         def publish(prefix: str) -> None:
@@ -327,7 +327,7 @@ def test_a_failing_lake_is_counted_and_retried_while_ingest_goes_on(
         lake=LakeConfig(uri=str(blocker / "lake"), export_interval_s=0.5, retry_backoff_max_s=1.0)
     )
     url = f"/v1/streams/{stream_name}/partitions/0/records"
-    with httpx.Client(base_url=node.api_url, timeout=30) as api:
+    with node_client(node.api_url, timeout=30) as api:
         create_stream(api, stream_name)
         for i in range(5):
             resp = api.post(
@@ -354,7 +354,7 @@ def test_a_failing_lake_is_counted_and_retried_while_ingest_goes_on(
 
 def test_with_the_lake_disabled_nothing_is_exported(make_node, stream_name):
     node = make_node(lake=LakeConfig(enabled=False))
-    with httpx.Client(base_url=node.api_url, timeout=30) as api:
+    with node_client(node.api_url, timeout=30) as api:
         create_stream(api, stream_name)
         api.post(
             f"/v1/streams/{stream_name}/partitions/0/records",

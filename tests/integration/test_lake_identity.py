@@ -17,7 +17,7 @@ from deltalake import DeltaTable
 
 from spark_log.config import LakeConfig
 from spark_log.lake.identity import IDENTITY_FILE
-from tests.integration.conftest import create_stream
+from tests.integration.conftest import create_stream, node_client
 from tests.waiting import wait_for
 
 MANUAL = {"export_interval_s": 3600.0, "export_min_bytes": 1 << 40, "retry_backoff_max_s": 1.0}
@@ -29,9 +29,10 @@ def _partitions(api: httpx.Client, name: str) -> dict[int, dict[str, Any]]:
 
 
 def _publish(leader_url: str, name: str, partition: int, count: int) -> None:
-    url = f"{leader_url}/v1/streams/{name}/partitions/{partition}/records"
+    path = f"/v1/streams/{name}/partitions/{partition}/records"
     body = {"records": [{"value": f"p{partition}-{i}"} for i in range(count)]}
-    resp = httpx.post(url, json=body, params={"encoding": "utf-8"}, timeout=60)
+    with node_client(leader_url, timeout=60) as api:
+        resp = api.post(path, json=body, params={"encoding": "utf-8"})
     assert resp.status_code == 200, resp.text
 
 
@@ -40,7 +41,7 @@ def test_a_node_with_another_lake_does_not_export_until_its_uri_is_fixed(
 ):
     shared, stray = tmp_path / "lake", tmp_path / "node-2-own-lake"
     node1 = make_node(1, lake=LakeConfig(uri=str(shared), **MANUAL))
-    with httpx.Client(base_url=node1.api_url, timeout=60) as api:
+    with node_client(node1.api_url, timeout=60) as api:
         # the first exporter claims the lake: let node 1 be first, alone
         create_stream(api, f"{stream_name}-first", partitions=1)
         wait_for(lambda: (shared / IDENTITY_FILE).exists(), 30, message="node 1 claims the lake")

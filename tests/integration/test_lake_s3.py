@@ -25,7 +25,7 @@ from spark_log.lake.commit_safety import PROBE_DIR, check_commit_safety
 from spark_log.lake.identity import IDENTITY_FILE, read_lake_id
 from spark_log.lake.storage import LakeStorage
 from spark_log.storage_options import AWS_SECRET_ACCESS_KEY
-from tests.integration.conftest import create_stream
+from tests.integration.conftest import create_stream, node_client
 from tests.integration.test_lake_export import (
     HUGE_BYTES,
     NEVER_S,
@@ -60,7 +60,7 @@ async def test_export_flush_and_describe_on_an_s3_lake(
     bucket, credentials = s3_bucket
     lake = s3_lake(bucket, credentials)
     node = make_node(lake=lake.config(**MANUAL))
-    with httpx.Client(base_url=node.api_url, timeout=60) as api:
+    with node_client(node.api_url, timeout=60) as api:
         create_stream(api, stream_name, partitions=2)
         expected = await publish_known_records(node.api_url, stream_name)
         flushed = flush_with_cli(node.api_url, stream_name, capsys)
@@ -96,7 +96,7 @@ def test_a_node_pointed_at_another_bucket_does_not_export(
     for bucket in (first, other):
         create_bucket(credentials, bucket)
     node = make_node(lake=s3_lake(first, credentials).config(**MANUAL))
-    with httpx.Client(base_url=node.api_url, timeout=60) as api:
+    with node_client(node.api_url, timeout=60) as api:
         create_stream(api, stream_name)
         api.post(
             f"/v1/streams/{stream_name}/partitions/0/records",
@@ -106,7 +106,7 @@ def test_a_node_pointed_at_another_bucket_does_not_export(
         assert api.post(f"/v1/streams/{stream_name}/flush").status_code == 200
     node.stop()
     node = make_node(lake=s3_lake(other, credentials).config(**MANUAL))  # an empty bucket
-    with httpx.Client(base_url=node.api_url, timeout=60) as api:
+    with node_client(node.api_url, timeout=60) as api:
         refused = api.post(f"/v1/streams/{stream_name}/flush")
         assert refused.status_code == 503, refused.text
         message = refused.json()["error"]["message"]
@@ -122,7 +122,7 @@ def test_an_s3_lake_whose_options_disable_conditional_puts_is_refused(
     bucket, credentials = s3_bucket
     lake = s3_lake(bucket, credentials)
     node = make_node(lake=lake.config(**MANUAL, storage_options={"conditional_put": "disabled"}))
-    with httpx.Client(base_url=node.api_url, timeout=60) as api:
+    with node_client(node.api_url, timeout=60) as api:
         create_stream(api, stream_name)
         api.post(
             f"/v1/streams/{stream_name}/partitions/0/records",
@@ -148,7 +148,7 @@ def _node_with_history(
     """A node on the S3 lake whose ``stream`` holds ``history`` in the lake (flushed) and
     ``tail`` in its log only: what a read of lake and tail together needs."""
     node = make_node(lake=lake.config(**MANUAL))
-    with httpx.Client(base_url=node.api_url, timeout=60) as api:
+    with node_client(node.api_url, timeout=60) as api:
         create_stream(api, stream)
         url = f"/v1/streams/{stream}/partitions/0/records"
         api.post(url, json={"records": [{"value": v} for v in history]}, params=UTF8)

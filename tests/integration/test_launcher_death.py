@@ -20,7 +20,10 @@ from liftlog.embedded.ports import free_port_block
 from liftlog.embedded.process import free_port
 from tests.integration.test_standalone_cli import CLI_TIMEOUT_S, LIFTLOG, Standalone
 from tests.integration.test_standalone_ha_cli import HaStandalone
+from tests.stacks import plain_stack_only
 from tests.waiting import wait_for
+
+pytestmark = plain_stack_only("runs its own plain `liftlog standalone` stacks, not the session's")
 
 GONE_TIMEOUT_S = 30
 HOST = "127.0.0.1"

@@ -10,7 +10,7 @@ import pytest
 
 from liftlog.embedded.node import NodeProcess
 from spark_log.limits_config import LimitsConfig
-from tests.integration.conftest import NodeFactory
+from tests.integration.conftest import NodeFactory, node_client
 
 MAX_REQUEST_BYTES = 2048
 LIMITS = LimitsConfig(
@@ -25,7 +25,7 @@ LIMITS = LimitsConfig(
 @pytest.fixture
 def limited(make_node: NodeFactory) -> Iterator[httpx.Client]:
     node: NodeProcess = make_node(1, limits=LIMITS)
-    with httpx.Client(base_url=node.api_url, timeout=30) as client:
+    with node_client(node.api_url, timeout=30) as client:
         yield client
 
 

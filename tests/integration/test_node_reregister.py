@@ -16,6 +16,7 @@ from coordinator.brokers import live_brokers, register_broker
 from coordinator.znodes import BrokerInfo
 from ingest.node import IngestNode
 from spark_log.config import NodeConfig
+from spark_log.tls_config import ZkSecurityConfig
 from tests.waiting import wait_for_async
 
 # short, so the node's first attempt (two session timeouts plus 5 s) fails quickly
@@ -35,7 +36,7 @@ class FenceRecorder:
 
 
 async def test_a_node_retries_registering_after_its_session_expired(
-    zookeeper, zk_root, make_zk_session, tmp_path, caplog
+    zookeeper, zk_root, zk_security, make_zk_session, tmp_path, caplog
 ):
     caplog.set_level(logging.ERROR, logger=NODE_LOGGER)
     config = NodeConfig(
@@ -44,6 +45,7 @@ async def test_a_node_retries_registering_after_its_session_expired(
         zk_connect=zookeeper.connect_string,
         zk_root=zk_root,
         zk_session_timeout_s=NODE_SESSION_TIMEOUT_S,
+        zk_security=zk_security or ZkSecurityConfig(),  # the secured stack's TLS and digest
     )
     node = IngestNode(config)
     fences = FenceRecorder()

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import httpx
-
 from spark_log.client import Client
-from tests.integration.conftest import create_stream
+from tests.integration.conftest import create_stream, node_client
 from tests.waiting import wait_for
 
 
 def _records(node, stream: str) -> dict:
-    with httpx.Client(base_url=node.api_url, timeout=30) as api:
+    with node_client(node.api_url, timeout=30) as api:
         return api.get(
             f"/v1/streams/{stream}/partitions/0/records",
             params={
@@ -24,7 +22,7 @@ def _records(node, stream: str) -> dict:
 
 async def test_rf3_acks_all_replicates_to_every_replica(make_node, stream_name):
     nodes = [make_node(i) for i in (1, 2, 3)]
-    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
+    with node_client(nodes[0].api_url, timeout=30) as api:
         created = create_stream(api, stream_name, replication_factor=3)
     state = created["partitions"][0]
     assert sorted(state["replicas"]) == [1, 2, 3] and sorted(state["isr"]) == [1, 2, 3]
@@ -44,7 +42,7 @@ async def test_rf3_acks_all_replicates_to_every_replica(make_node, stream_name):
     values = [[r["value"] for r in _records(n, stream_name)["records"]] for n in nodes]
     # describe from any broker shows the leader's view, every replica's LEO included
     follower = next(n for n in nodes if n.broker_id != leader.broker_id)
-    with httpx.Client(base_url=follower.api_url, timeout=30) as api:
+    with node_client(follower.api_url, timeout=30) as api:
         described = api.get(f"/v1/streams/{stream_name}").json()["partitions"][0]
     assert described["high_watermark"] == 200
     assert described["replica_log_end_offsets"] == {"1": 200, "2": 200, "3": 200}
@@ -54,11 +52,11 @@ async def test_rf3_acks_all_replicates_to_every_replica(make_node, stream_name):
 
 async def test_follower_refuses_writes_and_plain_reads(make_node, stream_name):
     nodes = [make_node(i) for i in (1, 2)]
-    with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
+    with node_client(nodes[0].api_url, timeout=30) as api:
         created = create_stream(api, stream_name, replication_factor=2)
     leader_id = created["partitions"][0]["leader"]
     follower = next(n for n in nodes if n.broker_id != leader_id)
-    with httpx.Client(base_url=follower.api_url, timeout=30) as api:
+    with node_client(follower.api_url, timeout=30) as api:
         url = f"/v1/streams/{stream_name}/partitions/0/records"
         read = api.get(url)
         assert read.status_code == 421 and read.json()["error"]["code"] == "not_leader"

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import httpx
-
 from spark_log.config import LakeConfig, LogConfig
-from tests.integration.conftest import create_stream, fetch
+from tests.integration.conftest import create_stream, fetch, node_client
 from tests.waiting import wait_for
 
 
@@ -16,7 +14,7 @@ def test_retention_by_messages_removes_old_sealed_segments(make_node, stream_nam
         log=LogConfig(segment_bytes=2048, retention_check_interval_ms=100),
         lake=LakeConfig(enabled=False),
     )
-    with httpx.Client(base_url=node.api_url, timeout=30) as api:
+    with node_client(node.api_url, timeout=30) as api:
         create_stream(api, stream_name, retention_messages=50)
         url = f"/v1/streams/{stream_name}/partitions/0/records"
         for i in range(40):

@@ -19,7 +19,10 @@ from liftlog.embedded.ports import free_port_block
 from liftlog.embedded.probes import http_ok
 from liftlog.embedded.process import free_port
 from spark_log.client import Ack
+from tests.stacks import plain_stack_only
 from tests.waiting import wait_for
+
+pytestmark = plain_stack_only("runs its own plain `liftlog standalone` stack, not the session's")
 
 STARTUP_TIMEOUT_S = 90
 CLI_TIMEOUT_S = 60

@@ -21,7 +21,12 @@ from tests.integration.test_standalone_cli import (
     _cli,
     _processes_mentioning,
 )
+from tests.stacks import plain_stack_only
 from tests.waiting import wait_for
+
+pytestmark = plain_stack_only(
+    "runs its own plain `liftlog standalone --ha` stack, not the session's"
+)
 
 HA_SIZE = 3
 STOP_TIMEOUT_S = 60

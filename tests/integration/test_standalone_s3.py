@@ -18,7 +18,10 @@ from tests.integration.test_standalone_cli import (  # noqa: F401  (data_dir is 
     _processes_mentioning,
     data_dir,
 )
+from tests.stacks import plain_stack_only
 from tests.waiting import wait_for
+
+pytestmark = plain_stack_only("runs its own plain `liftlog standalone` stack, not the session's")
 
 
 def test_standalone_with_an_s3_lake_exports_to_its_embedded_seaweedfs(data_dir: Path):  # noqa: F811

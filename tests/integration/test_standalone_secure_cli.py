@@ -21,7 +21,12 @@ import pytest
 from liftlog.embedded.parent_death import popen_dying_with_parent
 from liftlog.embedded.ports import free_port_block
 from liftlog.embedded.probes import http_status, tls_client_context
+from tests.stacks import plain_stack_only
 from tests.waiting import wait_for
+
+pytestmark = plain_stack_only(
+    "runs its own `liftlog standalone --secure` stack with its own credentials"
+)
 
 STARTUP_TIMEOUT_S = 120
 CLI_TIMEOUT_S = 60

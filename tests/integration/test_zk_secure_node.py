@@ -36,9 +36,10 @@ def cluster_security(zk_certs: StackCerts, temp_dir: Path) -> ZkSecurityConfig:
 
 @pytest.fixture
 def secure_node(
-    secure_zk, nats_server, tmp_path: Path, secure_root: str, cluster_security
+    secure_zk, nats_server, tmp_path: Path, secure_root: str, cluster_security, secure_material
 ) -> Iterator[NodeProcess]:
-    factory = _node_factory(secure_zk, nats_server, tmp_path, secure_root)
+    # on the secured stack the node also needs its NATS user (its ZooKeeper is this module's)
+    factory = _node_factory(secure_zk, nats_server, tmp_path, secure_root, secure_material)
     make = next(factory)
     yield make(1, zk_security=cluster_security, auth=AuthConfig(enabled=False))
     next(factory, None)
