@@ -40,8 +40,7 @@ from liftlog.bench.machine import describe_machine
 from liftlog.bench.payload import payload
 from liftlog.bench.plumbing import loadavg
 from liftlog.bench.stats import BYTES_PER_MB, Latency
-from liftlog.embedded.ports import free_port_block
-from liftlog.embedded.process import free_port
+from liftlog.embedded.ports import free_port, free_port_block
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
 from spark_log.config import DEFAULT_REASSIGNMENT_THROTTLE_BYTES_PER_S

@@ -67,7 +67,7 @@ from liftlog.bench.spread import Spread, ratio
 from liftlog.bench.stats import Latency, Throughput
 from liftlog.bench.table import num, render_table
 from liftlog.bench.tally import AckTally, CountingBatchSender, CountingPublisher
-from liftlog.embedded.process import free_port
+from liftlog.embedded.ports import free_port
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
 from spark_log.credentials import ClientCredentials, load_credentials_file

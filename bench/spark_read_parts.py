@@ -17,7 +17,7 @@ from bench.spark_cpu import jvm_pid, tree_cpu_seconds
 from bench.spark_read_data import fill
 from datasource.lake_view import load_lake_view
 from liftlog.bench.errors import BenchError
-from liftlog.embedded.process import free_port
+from liftlog.embedded.ports import free_port
 from liftlog.embedded.standalone import Standalone
 from spark_log.api_models import FlushResult
 from spark_log.lake.storage import LakeStorage

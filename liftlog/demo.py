@@ -21,8 +21,7 @@ from typing import Any
 
 import nats
 
-from liftlog.embedded.ports import free_port_block
-from liftlog.embedded.process import free_port
+from liftlog.embedded.ports import free_port, free_port_block
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
 from spark_log.errors import LiftlogError

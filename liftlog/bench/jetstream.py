@@ -20,7 +20,7 @@ from nats.js.api import StorageType, StreamConfig
 
 from liftlog.bench.errors import BenchError
 from liftlog.embedded.nats import NatsServer
-from liftlog.embedded.process import free_port
+from liftlog.embedded.ports import free_port
 
 VARZ_TIMEOUT_S = 5.0
 SYNC_ALWAYS_CONFIG = """\

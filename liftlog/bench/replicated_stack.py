@@ -16,8 +16,7 @@ from liftlog.bench.progress import Progress
 from liftlog.bench.replica_check import node_name
 from liftlog.bench.results import NATS
 from liftlog.bench.settings import REPLICATED_FACTOR
-from liftlog.embedded.ports import free_port_block
-from liftlog.embedded.process import free_port
+from liftlog.embedded.ports import free_port, free_port_block
 from liftlog.embedded.standalone import Standalone
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from liftlog.bench.jetstream import SyncAlwaysNatsServer, syncs_always
 from liftlog.bench.progress import Progress
-from liftlog.embedded.process import free_port
+from liftlog.embedded.ports import free_port
 from liftlog.embedded.standalone import Standalone
 from spark_log.errors import LiftlogError
 

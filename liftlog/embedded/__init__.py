@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from liftlog.embedded.nats import NatsServer
 from liftlog.embedded.node import NodeProcess
-from liftlog.embedded.process import ChildProcess, free_port
+from liftlog.embedded.ports import free_port
+from liftlog.embedded.process import ChildProcess
 from liftlog.embedded.standalone import Standalone
 from liftlog.embedded.zookeeper import ZooKeeperServer
 

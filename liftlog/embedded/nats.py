@@ -8,8 +8,8 @@ from pathlib import Path
 
 from liftlog.embedded.component import Component
 from liftlog.embedded.nats_auth import NatsServerSecurity
+from liftlog.embedded.ports import free_port
 from liftlog.embedded.probes import http_ok, tcp_accepts
-from liftlog.embedded.process import free_port
 from spark_log.errors import ProcessStartError
 
 NATS_SERVER_BINARY = "nats-server"

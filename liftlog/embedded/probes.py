@@ -6,6 +6,7 @@ so every expected failure (refused, reset, timeout, HTTP error) is a plain False
 
 from __future__ import annotations
 
+import http.client
 import socket
 import ssl
 import urllib.error
@@ -34,7 +35,9 @@ def http_status(
             return int(response.status)
     except urllib.error.HTTPError as exc:
         return int(exc.code)
-    except (urllib.error.URLError, OSError):
+    except (urllib.error.URLError, OSError, http.client.HTTPException):
+        # HTTPException: something that is not an HTTP server answered (BadStatusLine), e.g.
+        # another server that took the port first; the component's own start then fails.
         return None
 
 

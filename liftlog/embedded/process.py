@@ -14,11 +14,9 @@ import atexit
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -31,13 +29,8 @@ KILL_REAP_TIMEOUT_S = 5.0
 LOG_TAIL_LINES = 40
 LOG_TAIL_MAX_BYTES = 64 * 1024
 
-FREE_PORT_ATTEMPTS = 1000
-HANDED_OUT_MEMORY = 4096  # far more than any stack binds at once, far fewer than the range
-
 _live_lock = threading.Lock()
 _live: set[ChildProcess] = set()
-_handed_out_lock = threading.Lock()
-_handed_out: deque[int] = deque(maxlen=HANDED_OUT_MEMORY)
 
 
 class ChildProcess:
@@ -219,26 +212,6 @@ class ChildProcess:
 def _one_line(argv: list[str]) -> str:
     """The command line for the log header, kept on one line (``-c`` code has newlines)."""
     return " ".join(arg.replace("\n", "\\n") for arg in argv)
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free a moment ago and that this process has not handed out lately.
-
-    The OS picks it, and once the probe socket is closed it may pick the same port again: two
-    calls made before either port is bound (a server's client and monitor ports, a cluster's
-    route ports) could then return one port twice and the second server fails with "address
-    already in use". Remembering the last few thousand ports handed out rules that out; the
-    race with other processes remains.
-    """
-    for _ in range(FREE_PORT_ATTEMPTS):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind((host, 0))
-            port = int(sock.getsockname()[1])
-        with _handed_out_lock:
-            if port not in _handed_out:
-                _handed_out.append(port)
-                return port
-    raise ProcessStartError(f"the OS offered no port not already handed out ({host})")
 
 
 def live_children() -> list[ChildProcess]:

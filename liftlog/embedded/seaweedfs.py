@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from liftlog.embedded.component import Component
+from liftlog.embedded.ports import free_port_block
 from liftlog.embedded.probes import http_status
-from liftlog.embedded.process import free_port
 from spark_log.errors import ProcessStartError
 
 WEED_BINARY = "weed"
@@ -36,6 +36,7 @@ DEFAULT_VOLUME_SIZE_LIMIT_MB = 64
 SEAWEEDFS_STOP_GRACE_S = 3.0
 DISABLED_PORT = 0
 S3_ACTIONS = ("Admin", "Read", "Write", "List", "Tagging")
+SEAWEED_PORT_COUNT = 8
 
 
 @dataclass(frozen=True)
@@ -63,15 +64,19 @@ class SeaweedPorts:
 
     @classmethod
     def pick(cls, host: str, s3: int | None = None) -> SeaweedPorts:
+        """One block below the ephemeral range (ports.py): weed's own servers dial each other
+        while they start, and an outgoing connection could otherwise take a port picked in
+        the ephemeral range before the server meant to bind it does."""
+        base = free_port_block(SEAWEED_PORT_COUNT, host)
         return cls(
-            master=free_port(host),
-            master_grpc=free_port(host),
-            volume=free_port(host),
-            volume_grpc=free_port(host),
-            filer=free_port(host),
-            filer_grpc=free_port(host),
-            s3=s3 if s3 is not None else free_port(host),
-            s3_grpc=free_port(host),
+            master=base,
+            master_grpc=base + 1,
+            volume=base + 2,
+            volume_grpc=base + 3,
+            filer=base + 4,
+            filer_grpc=base + 5,
+            s3=s3 if s3 is not None else base + 6,
+            s3_grpc=base + 7,
         )
 
 

@@ -44,8 +44,8 @@ from liftlog.embedded.port_check import (
     PortInUseError,
     busy_ports,
 )
-from liftlog.embedded.ports import free_port_block
-from liftlog.embedded.process import DEFAULT_STOP_TIMEOUT_S, free_port
+from liftlog.embedded.ports import free_port, free_port_block
+from liftlog.embedded.process import DEFAULT_STOP_TIMEOUT_S
 from liftlog.embedded.restarts import ComponentRestarter
 from liftlog.embedded.seaweedfs import SeaweedFsServer
 from liftlog.embedded.standalone_ha import HaTopology

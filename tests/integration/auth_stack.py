@@ -16,8 +16,7 @@ from typing import Any
 import httpx
 
 from liftlog.embedded.certs import CertificateAuthority, CertPaths
-from liftlog.embedded.ports import free_port_block
-from liftlog.embedded.process import free_port
+from liftlog.embedded.ports import free_port, free_port_block
 from liftlog.embedded.standalone import Standalone
 from spark_log.auth_config import AuthConfig
 from tests.integration.conftest import _node_factory

@@ -18,7 +18,7 @@ import nats
 import pytest
 
 from liftlog.embedded.node import NodeProcess
-from liftlog.embedded.process import free_port
+from liftlog.embedded.ports import free_port
 from spark_log.auth_config import AuthConfig
 from spark_log.config import LakeConfig, LogConfig, NodeConfig
 from spark_log.credentials import ClientCredentials

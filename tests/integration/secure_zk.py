@@ -20,7 +20,7 @@ from kazoo.client import KazooClient
 from coordinator.errors import ZNodeNotFoundError
 from coordinator.zk import ZkSession
 from liftlog.embedded.certs import StackCerts, generate_stack_certs
-from liftlog.embedded.process import free_port
+from liftlog.embedded.ports import free_port
 from liftlog.embedded.zookeeper import ZooKeeperServer, secure_zookeeper
 from spark_log.tls_config import ZkSecurityConfig
 from tests.waiting import wait_for

@@ -23,8 +23,8 @@ from starlette.routing import Route
 from ingest.api.client_cert import client_cert_principal
 from ingest.api.server import tls_options
 from liftlog.embedded.certs import StackCerts, generate_stack_certs
+from liftlog.embedded.ports import free_port
 from liftlog.embedded.probes import http_status, tls_client_context
-from liftlog.embedded.process import free_port
 from spark_log.errors import ConfigError
 from spark_log.tls_config import ApiTlsConfig
 from tests.waiting import wait_for

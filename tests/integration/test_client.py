@@ -316,7 +316,7 @@ async def test_discovered_nats_url_is_rediscovered_after_its_server_dies(tmp_pat
     """The client learns the NATS URL from the cluster, keeps it apart from the user's
     ``nats_url``, and after the discovered server dies for good it asks the cluster again."""
     from liftlog.embedded.nats import NatsServer
-    from liftlog.embedded.process import free_port
+    from liftlog.embedded.ports import free_port
     from spark_log.api_models import BrokerInfo
 
     first = NatsServer(free_port(), tmp_path / "a")

@@ -19,7 +19,7 @@ from coordinator.brokers import live_brokers
 from coordinator.zk import ZkSession
 from liftlog.embedded.nats_cluster import NatsCluster
 from liftlog.embedded.node import NodeProcess
-from liftlog.embedded.process import free_port
+from liftlog.embedded.ports import free_port
 from liftlog.embedded.zookeeper_ensemble import ZooKeeperEnsemble
 from spark_log.auth_config import AuthConfig
 from spark_log.config import LakeConfig, NodeConfig

@@ -16,8 +16,7 @@ import pytest
 
 from liftlog.embedded.data_dir_lock import LOCK_FILE_NAME, DataDirLock
 from liftlog.embedded.port_check import port_is_free
-from liftlog.embedded.ports import free_port_block
-from liftlog.embedded.process import free_port
+from liftlog.embedded.ports import free_port, free_port_block
 from tests.integration.test_standalone_cli import CLI_TIMEOUT_S, LIFTLOG, Standalone
 from tests.integration.test_standalone_ha_cli import HaStandalone
 from tests.stacks import plain_stack_only

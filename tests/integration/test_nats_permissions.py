@@ -45,7 +45,7 @@ from liftlog.embedded.nats_auth import (
     with_client_cert,
 )
 from liftlog.embedded.nats_cluster import NatsCluster
-from liftlog.embedded.process import free_port
+from liftlog.embedded.ports import free_port
 from spark_log.auth_config import AuthConfig
 from spark_log.client import Client
 from spark_log.config import NodeConfig

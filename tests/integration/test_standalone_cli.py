@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from liftlog.embedded.ports import free_port_block
+from liftlog.embedded.ports import free_port, free_port_block
 from liftlog.embedded.probes import http_ok
-from liftlog.embedded.process import free_port
 from spark_log.client import Ack
 from tests.stacks import plain_stack_only
 from tests.waiting import wait_for

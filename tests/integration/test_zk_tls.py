@@ -15,8 +15,8 @@ import pytest
 from coordinator.errors import ZkUnavailableError
 from coordinator.zk import ZkSession
 from liftlog.embedded.certs import CertificateAuthority
+from liftlog.embedded.ports import free_port
 from liftlog.embedded.probes import four_letter_word
-from liftlog.embedded.process import free_port
 from liftlog.embedded.zookeeper import ZooKeeperServer, secure_zookeeper
 from liftlog.embedded.zookeeper_ensemble import ZooKeeperEnsemble
 from liftlog.embedded.zookeeper_tls import ZkServerTls

@@ -16,7 +16,7 @@ import pytest
 
 from coordinator.errors import ZkUnavailableError
 from coordinator.zk import ZkSession
-from liftlog.embedded.process import free_port
+from liftlog.embedded.ports import free_port
 from liftlog.embedded.zookeeper import ZooKeeperServer
 from tests.waiting import wait_for
 

@@ -14,8 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from liftlog.embedded.ports import free_port_block
-from liftlog.embedded.process import free_port
+from liftlog.embedded.ports import free_port, free_port_block
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
 from tests.jepsen.checker import check

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from liftlog.bench.js_cluster import ClusterPorts
-from liftlog.embedded.process import free_port
+from liftlog.embedded.ports import free_port, free_port_block
 
 
 def test_free_port_does_not_hand_out_a_port_twice():
@@ -34,3 +34,15 @@ def test_one_port_is_free_for_the_stack_check_the_port_blocks_and_the_doc_tests(
         taken = server.getsockname()[1]
         assert not ports.port_is_free("127.0.0.1", taken)
     assert ports.port_is_free("127.0.0.1", taken)
+
+
+def test_blocks_and_single_ports_never_overlap_within_a_process():
+    """A stack picks its NATS route block, its nodes' API block and single ports before it
+    binds any: one port handed out twice made a node's API port a NATS route port."""
+    handed: list[int] = []
+    for size in (3, 6, 8, 1, 3, 6, 8):
+        for _ in range(30):
+            base = free_port_block(size)
+            handed += range(base, base + size)
+            handed.append(free_port())
+    assert len(set(handed)) == len(handed)
