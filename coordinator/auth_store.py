@@ -145,8 +145,20 @@ def add_acl(zk: ZkSession, principal: str, action: str, resource: str, permissio
         resource,
         permission,  # type: ignore[arg-type]
     )
+    for existing in list_acls(zk):
+        if _same_rule(existing, entry):  # as Kafka: adding a binding that exists is a no-op
+            return existing
     zk.create_json(acl_path(entry.acl_id), acl_json(entry))
     return entry
+
+
+def _same_rule(a: AclEntry, b: AclEntry) -> bool:
+    return (a.principal, a.action, a.resource, a.permission) == (
+        b.principal,
+        b.action,
+        b.resource,
+        b.permission,
+    )
 
 
 def list_acls(zk: ZkSession) -> list[AclEntry]:

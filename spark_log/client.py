@@ -30,6 +30,7 @@ from spark_log.api_models import (
     StreamList,
     StreamSummary,
 )
+from spark_log.auth_admin import AuthAdminMixin
 from spark_log.credentials import ClientCredentials, rest_credentials
 from spark_log.errors import (
     InvalidRequestError,
@@ -93,8 +94,11 @@ def partition_for_key(key: bytes, partitions: int) -> int:
     return zlib.crc32(key) % partitions
 
 
-class Client:
-    """Async client. Use ``async with Client(servers=...) as client:``."""
+class Client(AuthAdminMixin):
+    """Async client. Use ``async with Client(servers=...) as client:``.
+
+    Token and ACL administration (``create_token``, ``add_acl``, ...) come from
+    ``AuthAdminMixin``."""
 
     def __init__(
         self,

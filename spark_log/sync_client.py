@@ -113,6 +113,13 @@ class SyncClient:
     publish_table = _blocking(Client.publish_table)
     fetch = _blocking(Client.fetch)
     start_offset = _blocking(Client.start_offset)
+    create_token = _blocking(Client.create_token)
+    list_tokens = _blocking(Client.list_tokens)
+    revoke_token = _blocking(Client.revoke_token)
+    whoami = _blocking(Client.whoami)
+    add_acl = _blocking(Client.add_acl)
+    list_acls = _blocking(Client.list_acls)
+    remove_acl = _blocking(Client.remove_acl)
 
     def publish_batch(
         self,

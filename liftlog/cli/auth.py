@@ -11,9 +11,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from liftlog.cli.common import add_json_arg, add_server_arg, print_table, rest
+from liftlog.cli.common import add_json_arg, add_server_arg, print_result, print_table, rest
+from spark_log import auth_admin
 from spark_log.auth import Action
-from spark_log.auth.models import AclInfo, AclList, TokenCreated, TokenList, WhoAmI
 
 
 def add_auth_parser(sub: Any) -> None:
@@ -63,10 +63,7 @@ def _leaf(
 
 
 def _token_create(args: argparse.Namespace) -> int:
-    body = {"principal": args.principal, "description": args.description}
-    created = TokenCreated.from_json(
-        rest(args).request("POST", "/v1/auth/tokens", json_body=body).json()
-    )
+    created = auth_admin.create_token(rest(args), args.principal, args.description)
     if args.json:
         print(json.dumps(created.to_json(), indent=2))
         return 0
@@ -76,7 +73,7 @@ def _token_create(args: argparse.Namespace) -> int:
 
 
 def _token_list(args: argparse.Namespace) -> int:
-    tokens = TokenList.from_json(rest(args).get_json("/v1/auth/tokens")).tokens
+    tokens = auth_admin.list_tokens(rest(args))
     if args.json:
         print(json.dumps([t.to_json() for t in tokens], indent=2))
         return 0
@@ -88,37 +85,24 @@ def _token_list(args: argparse.Namespace) -> int:
 
 
 def _token_revoke(args: argparse.Namespace) -> int:
-    answer = rest(args).request("DELETE", f"/v1/auth/tokens/{args.token_id}").json()
-    print(json.dumps(answer, indent=2) if args.json else f"revoked token {args.token_id}")
-    return 0
+    answer = auth_admin.revoke_token(rest(args), args.token_id)
+    return print_result(args, answer.to_json(), f"revoked token {args.token_id}")
 
 
 def _whoami(args: argparse.Namespace) -> int:
-    me = WhoAmI.from_json(rest(args).get_json("/v1/auth/whoami"))
-    print(json.dumps(me.to_json(), indent=2) if args.json else f"{me.principal} (auth {me.auth})")
-    return 0
+    me = auth_admin.whoami(rest(args))
+    return print_result(args, me.to_json(), f"{me.principal} (auth {me.auth})")
 
 
 def _acl_add(args: argparse.Namespace) -> int:
-    body = {
-        "principal": args.principal,
-        "action": args.action,
-        "resource": args.resource,
-        "permission": "deny" if args.deny else "allow",
-    }
-    entry = AclInfo.from_json(rest(args).request("POST", "/v1/acls", json_body=body).json())
-    if args.json:
-        print(json.dumps(entry.to_json(), indent=2))
-        return 0
-    print(
-        f"acl {entry.acl_id}: {entry.permission} {entry.principal} {entry.action} "
-        f"on {entry.resource}"
-    )
-    return 0
+    permission = auth_admin.DENY if args.deny else auth_admin.ALLOW
+    entry = auth_admin.add_acl(rest(args), args.principal, args.action, args.resource, permission)
+    line = f"acl {entry.acl_id}: {entry.permission} {entry.principal} {entry.action} "
+    return print_result(args, entry.to_json(), line + f"on {entry.resource}")
 
 
 def _acl_list(args: argparse.Namespace) -> int:
-    acls = AclList.from_json(rest(args).get_json("/v1/acls")).acls
+    acls = auth_admin.list_acls(rest(args))
     if args.json:
         print(json.dumps([a.to_json() for a in acls], indent=2))
         return 0
@@ -130,6 +114,5 @@ def _acl_list(args: argparse.Namespace) -> int:
 
 
 def _acl_remove(args: argparse.Namespace) -> int:
-    answer = rest(args).request("DELETE", f"/v1/acls/{args.acl_id}").json()
-    print(json.dumps(answer, indent=2) if args.json else f"removed acl {args.acl_id}")
-    return 0
+    answer = auth_admin.remove_acl(rest(args), args.acl_id)
+    return print_result(args, answer.to_json(), f"removed acl {args.acl_id}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from typing import Any
 
@@ -80,6 +81,12 @@ def rest(args: argparse.Namespace, timeout_s: float | None = None) -> RestClient
 def num(value: Any) -> str:
     """An offset or count for a table cell; '-' when unknown."""
     return "-" if value is None else str(value)
+
+
+def print_result(args: argparse.Namespace, document: Any, line: str) -> int:
+    """A command's answer: the JSON document with ``--json``, else one line for people."""
+    print(json.dumps(document, indent=2) if args.json else line)
+    return 0
 
 
 def print_table(headers: list[str], rows: list[list[Any]]) -> None:

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import argparse
 import base64
-import json
 import os
 from typing import Any
 
-from liftlog.cli.common import add_json_arg, add_server_arg, rest
+from liftlog.cli.common import add_json_arg, add_server_arg, print_result, rest
 from spark_log.api_models import EncryptionRotation
 from spark_log.encryption_config import MASTER_KEY_BYTES
 
@@ -43,11 +42,8 @@ def _generate_key(_args: argparse.Namespace) -> int:
 def _rotate(args: argparse.Namespace) -> int:
     response = rest(args).request("POST", "/v1/encryption/rotate")
     result = EncryptionRotation.from_json(response.json())
-    if args.json:
-        print(json.dumps(result.to_json(), indent=2))
-        return 0
-    print(
+    line = (
         f"data keys now wrapped by master key {result.key_id}: "
         f"{result.rewrapped} re-wrapped, {result.unchanged} already current"
     )
-    return 0
+    return print_result(args, result.to_json(), line)

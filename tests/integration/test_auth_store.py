@@ -44,6 +44,17 @@ def test_acls_are_checked_before_they_are_stored(zk_session):
         auth_store.remove_acl(zk_session, entry.acl_id)
 
 
+def test_adding_an_acl_that_exists_returns_it_and_stores_nothing(zk_session):
+    first = auth_store.add_acl(zk_session, "dave", "publish", "stream:p-*", "allow")
+    again = auth_store.add_acl(zk_session, "dave", "publish", "stream:p-*", "allow")
+    denied = auth_store.add_acl(zk_session, "dave", "publish", "stream:p-*", "deny")
+    assert again == first
+    assert denied.acl_id != first.acl_id
+    assert sorted(a.acl_id for a in auth_store.list_acls(zk_session)) == sorted(
+        [first.acl_id, denied.acl_id]
+    )
+
+
 def test_another_sessions_cache_follows_every_change(zk_session, make_zk_session):
     cache = AuthCache(make_zk_session())
     cache.start()

@@ -12,7 +12,12 @@ from pathlib import Path
 import pytest
 from pyspark.errors import PySparkException
 
-from spark_log.errors import ForbiddenError, UnauthenticatedError
+from spark_log.errors import (
+    AclNotFoundError,
+    ForbiddenError,
+    TokenNotFoundError,
+    UnauthenticatedError,
+)
 from spark_log.sync_client import SyncClient
 from tests.integration.auth_stack import PROPAGATION_TIMEOUT_S, AuthCluster, start_auth_cluster
 from tests.integration.spark_session import liftlog_reader, spark
@@ -112,6 +117,25 @@ def test_the_python_client_takes_a_token(cluster):
         client.describe_stream("anything")
     with SyncClient(url, token=cluster.admin_token) as admin:
         assert isinstance(admin.list_streams(), list)
+
+
+def test_the_python_client_manages_tokens_and_acls(cluster):
+    url = cluster.api_urls[0]
+    with SyncClient(url, token=cluster.admin_token) as admin:
+        created = admin.create_token("py-admin-made", "from the client")
+        assert created.token not in repr(created)
+        assert created.token_id in {t.token_id for t in admin.list_tokens()}
+        entry = admin.add_acl("py-admin-made", "describe", "stream:py-*")
+        assert admin.add_acl("py-admin-made", "describe", "stream:py-*") == entry  # no-op
+        assert [a for a in admin.list_acls() if a.principal == "py-admin-made"] == [entry]
+        with SyncClient(url, token=created.token) as user:
+            assert user.whoami().principal == "py-admin-made"
+        assert admin.remove_acl(entry.acl_id).removed
+        assert admin.revoke_token(created.token_id).revoked
+        with pytest.raises(AclNotFoundError):
+            admin.remove_acl(entry.acl_id)
+        with pytest.raises(TokenNotFoundError):
+            admin.revoke_token(created.token_id)
 
 
 @NO_AMBIENT_CREDENTIALS
