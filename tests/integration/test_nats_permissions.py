@@ -53,7 +53,13 @@ from spark_log.nats_config import NatsCredentials
 from spark_log.nats_options import nats_auth_options
 from spark_log.replication import HEADER_FETCH_META, FetchMeta, fetch_subject
 from tests.integration.conftest import NodeFactory, _node_factory, create_stream
+from tests.stacks import plain_stack_only
 from tests.waiting import DEFAULT_WAIT_INTERVAL_S, wait_for_async
+
+pytestmark = plain_stack_only(
+    "starts its own nats-server with the node and publisher users and its own nodes, which "
+    "reach the session's ZooKeeper without TLS; the module is the secured NATS test already"
+)
 
 ALLOWED_PREFIX = "secure-ok"
 DENIED_PREFIX = "secure-no"
