@@ -25,7 +25,7 @@ from tests.jepsen.table import RandomRun, append_random_run
 
 pytestmark = pytest.mark.fault
 
-SHORT_DURATION_S = 75.0
+SHORT_DURATION_S = 45.0
 DURATION_ENV = "LIFTLOG_JEPSEN_DURATION"
 DEFAULT_LONG_DURATION_S = 600.0
 RUN_OVERHEAD_S = 300.0
