@@ -1,7 +1,10 @@
 """Executor side: the lake rows of one task, read from its Parquet files with pyarrow.
 
 The files come from the planner's Delta snapshot, so an executor neither replays the Delta log
-nor sees files committed later. Row-group statistics decide what is decoded at all.
+nor sees files committed later. Row-group statistics decide what is decoded at all. An
+encrypted stream's files are Parquet modular-encrypted (``spark_log.crypto.parquet_kms``):
+they are opened with the partition's keys, and their plaintext footer still gives the offset
+and time statistics.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ import pyarrow.parquet as pq
 from datasource.errors import LakeReadError
 from datasource.row_filter import RowFilter
 from datasource.schema import SOURCE_COLUMNS
-from spark_log.crypto import ValueCipher
-from spark_log.errors import LakeError
+from spark_log.crypto.parquet_kms import PartitionFileCrypto
+from spark_log.errors import LakeError, LiftlogError
+from spark_log.lake.file_reader import open_parquet
 from spark_log.lake.layout import FILE_SCHEMA, to_micros
 from spark_log.lake.storage import LakeStorage
 
@@ -37,11 +41,11 @@ def read_lake(
     batch_rows: int = DEFAULT_BATCH_ROWS,
     columns: list[str] | None = None,
     storage: LakeStorage | None = None,
-    cipher: ValueCipher | None = None,
+    crypto: PartitionFileCrypto | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Rows with ``start <= offset < end`` of ``paths`` (``columns``, default SOURCE_COLUMNS),
     opened through ``storage`` (the lake's store options; None: pyarrow's defaults).
-    ``cipher``: an encrypted stream's partition cipher; its values are decrypted here.
+    ``crypto``: an encrypted stream's partition keys; its files are decrypted with them.
 
     Row groups are chosen by their offset (and timestamp) statistics: those outside the range
     are never read, those wholly inside are passed on as decoded (no filter, no copy), and only
@@ -50,14 +54,13 @@ def read_lake(
     """
     for path in paths:
         try:
-            batches = _read_file(path, start, end, rows, batch_rows, columns, storage)
-            yield from (batches if cipher is None else _decrypted(batches, cipher))
+            yield from _read_file(path, start, end, rows, batch_rows, columns, storage, crypto)
         except FileNotFoundError as exc:
             raise LakeReadError(
                 f"lake file {path} is gone ({exc}); a compaction and vacuum replaced it since "
                 "the query was planned: run the query again"
             ) from exc
-        except (OSError, pa.ArrowException, LakeError) as exc:
+        except (OSError, pa.ArrowException, LiftlogError) as exc:
             raise LakeReadError(f"cannot read lake file {path}: {exc}") from exc
 
 
@@ -69,8 +72,9 @@ def _read_file(
     batch_rows: int,
     columns: list[str] | None,
     storage: LakeStorage | None,
+    crypto: PartitionFileCrypto | None,
 ) -> Iterator[pa.RecordBatch]:
-    parquet = pq.ParquetFile(_open(path, storage))
+    parquet = open_parquet(_open(path, storage), crypto)
     whole, cut = _row_groups(parquet.metadata, start, end, rows)
     for groups, bounded in ((whole, False), (cut, True)):
         if not groups:
@@ -85,19 +89,6 @@ def _read_file(
                 batch = batch.filter(keep)
             if batch.num_rows:
                 yield batch
-
-
-def _decrypted(batches: Iterator[pa.RecordBatch], cipher: ValueCipher) -> Iterator[pa.RecordBatch]:
-    """The lake holds an encrypted stream's values as the segments' AES-GCM ciphertexts
-    (bound to their offsets): decrypt the ``value`` column of each batch."""
-    for batch in batches:
-        names = batch.schema.names
-        if "value" not in names:
-            yield batch
-            continue
-        plain = cipher.decrypt_at(batch.column("value"), batch.column("offset"))
-        index = names.index("value")
-        yield batch.set_column(index, batch.schema.field(index), plain)
 
 
 def _row_groups(

@@ -40,7 +40,7 @@ class StreamView:
     partitions: tuple[PartitionView, ...]
     lake_uri: str | None
     encrypted: bool = False
-    """Values are encrypted at rest (the lake holds ciphertexts)."""
+    """Values are encrypted at rest (the lake files are Parquet modular-encrypted)."""
 
     def partition(self, p: int) -> PartitionView:
         return self.partitions[p]

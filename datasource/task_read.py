@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 
 from datasource.errors import DataLossError
-from datasource.lake_keys import partition_cipher
+from datasource.lake_keys import partition_crypto
 from datasource.lake_read import DEFAULT_BATCH_ROWS, read_lake
 from datasource.lake_view import load_lake_view
 from datasource.schema import SOURCE_COLUMNS, source_columns, to_output_batch
@@ -37,7 +37,7 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
             settings.rows,
             columns=columns,
             storage=settings.lake_storage,
-            cipher=partition_cipher(settings, task.partition),
+            crypto=partition_crypto(settings, task.partition),
         )
         yield from output_batches(source, settings, task.partition)
     else:
@@ -124,7 +124,7 @@ def _below_log_start(
                     settings.rows,
                     columns=source_columns(settings.include_headers),
                     storage=lake.storage,
-                    cipher=partition_cipher(settings, task.partition),
+                    crypto=partition_crypto(settings, task.partition),
                 )
                 return lake_end
     rest = RestClient(settings.servers, credentials=settings.credentials)

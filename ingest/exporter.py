@@ -30,14 +30,17 @@ from ingest.export_cadence import ExportCadence
 from ingest.lake_identity import LakeIdentity
 from ingest.metrics import NodeMetrics
 from spark_log.config import LakeConfig
+from spark_log.crypto import ValueCipher
 from spark_log.errors import (
+    KeyUnavailableError,
     LakeError,
     LiftlogError,
     NotLeaderError,
     RequestTimeoutError,
     StorageError,
 )
-from spark_log.lake import LakeCommitConflictError, LakeTable, read_range
+from spark_log.lake import LakeCommitConflictError, LakeRange, LakeSnapshot, LakeTable, read_range
+from spark_log.lake.encrypted_export import ExportCommit, export_encrypted
 from spark_log.lake.storage import lake_storage
 from spark_log.log import PartitionLog
 
@@ -83,6 +86,9 @@ class ExportTarget:
     table_uri: str
     broker_id: int
     leader_epoch: int
+    encrypted: bool = False
+    """The stream encrypts values at rest: its files are written with Parquet modular
+    encryption (``spark_log.lake.encrypted_export``), never through delta-rs's writer."""
 
 
 @dataclass(frozen=True)
@@ -107,13 +113,18 @@ class PartitionExporter:
         identity: LakeIdentity | None = None,
         *,
         clock: Clock = SYSTEM_CLOCK,
+        cipher: Callable[[], ValueCipher | None] = lambda: None,
     ) -> None:
+        """``cipher``: the partition's value cipher now (an encrypted stream's; None until
+        its data key is loaded, and then nothing is exported)."""
         self._source = source
+        self._cipher = cipher
         self._clock = clock
         self._identity = identity
         self._target = target
         self._config = config
-        self._table = LakeTable(target.table_uri, target.stream, lake_storage(config))
+        self._storage = lake_storage(config).at(target.table_uri)
+        self._table = LakeTable(target.table_uri, target.stream, self._storage)
         self._cadence = ExportCadence(
             config.export_min_bytes, int(config.export_interval_s * 1000), tracked_from
         )
@@ -327,6 +338,7 @@ class PartitionExporter:
             raise NotLeaderError(f"no longer allowed to export {self._name}")
         log_ = self._log()
         start = self._start_offset(lake, log_)
+        cipher = self._export_cipher()
         chunk = read_range(
             log_,
             self._target.partition,
@@ -334,18 +346,42 @@ class PartitionExporter:
             hw,
             max_records=self._config.max_records_per_file,
             max_bytes=self._config.max_bytes_per_file,
-            keep_encrypted=True,
+            cipher=cipher,
         )
         if not chunk.records:
             return _Round(lake, first)
-        version = snapshot.append(
-            chunk.table,
-            self._target.partition,
-            chunk.end_offset,
-            self._still_allowed,
-            self._commit_metadata(start, chunk.end_offset),
-        )
+        version = self._commit(snapshot, chunk, start, cipher)
         return _Round(chunk.end_offset, start if first is None else first, chunk.records, version)
+
+    def _commit(
+        self, snapshot: LakeSnapshot, chunk: LakeRange, start: int, cipher: ValueCipher | None
+    ) -> int:
+        """Commit the chunk against ``snapshot``: a clear stream's through delta-rs's writer,
+        an encrypted stream's as a modular-encrypted file written here; the table version."""
+        metadata = self._commit_metadata(start, chunk.end_offset)
+        if cipher is None:
+            return snapshot.append(
+                chunk.table, self._target.partition, chunk.end_offset, self._still_allowed, metadata
+            )
+        return export_encrypted(
+            snapshot,
+            self._storage,
+            chunk,
+            cipher.file_crypto(self._target.stream, self._target.partition),
+            ExportCommit(self._target.partition, self._still_allowed, metadata),
+        )
+
+    def _export_cipher(self) -> ValueCipher | None:
+        """The cipher an encrypted stream's round needs (None for a clear stream). Without
+        one the round is refused: its values must never reach the lake in clear."""
+        if not self._target.encrypted:
+            return None
+        cipher = self._cipher()
+        if cipher is None:
+            raise KeyUnavailableError(
+                f"{self._name} is encrypted and this node has not loaded its data key yet"
+            )
+        return cipher
 
     def _table_offset(self, version: int | None) -> int:
         """The lake offset a txn version means; never exported: the log's start."""

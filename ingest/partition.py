@@ -390,7 +390,12 @@ class PartitionReplica:
         if uri is None:
             return
         target = ExportTarget(
-            self.spec.name, self.partition, uri, self.config.broker_id, self.leader_epoch
+            self.spec.name,
+            self.partition,
+            uri,
+            self.config.broker_id,
+            self.leader_epoch,
+            encrypted=self.spec.encryption,
         )
         self._exporter = PartitionExporter(
             self,
@@ -400,6 +405,7 @@ class PartitionReplica:
             self.log.log_end_offset,
             self._lake_identity,
             clock=self._clock,
+            cipher=lambda: self._cipher,
         )
         self._exporter.start()
 

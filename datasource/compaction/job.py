@@ -101,6 +101,7 @@ def run_compaction_job(
             tombstone_cutoff_ms=plan.tombstone_cutoff_ms,
             run_id=plan.run_id,
             max_records_per_file=max_records_per_file,
+            keys=plan.target.file_keys(),
         )
         rows = (
             winners.unionByName(_markers(spark, plan))

@@ -32,11 +32,14 @@ def run_maintenance(
         if options.optimize:
             progress("optimize: packing small files")
             try:
+                keys = target.file_keys()
                 outcome = pack_small_files(
                     target.storage,
                     target.stream,
                     options.optimize_target_bytes,
                     int(time.time() * 1000),
+                    encrypted=target.encrypted,
+                    crypto_for=None if keys is None else keys.file_crypto,
                 )
                 removed, added = outcome.files_removed, outcome.files_added
             except LakeCommitConflictError as exc:

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from datasource.compaction.errors import InvalidCompactionOptionError
+from datasource.lake_keys import LakeKeySource
+from spark_log.lake.errors import EncryptedLakeKeysError
 from spark_log.lake.maintenance import DELTA_DEFAULT_RETENTION_HOURS
 from spark_log.lake.packing import DEFAULT_TARGET_FILE_BYTES
 from spark_log.lake.storage import LakeStorage
@@ -45,6 +47,23 @@ class CompactionTarget:
     environment_options: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Options found in the standard environment (``AWS_*``): the lowest layer, under the
     Spark session conf (``spark.liftlog.lake.*``) and ``storage_options``."""
+    encrypted: bool = False
+    """The stream encrypts values at rest: its lake files are Parquet modular-encrypted, and
+    rewriting them needs the partitions' data keys (``keys``)."""
+    keys: LakeKeySource | None = field(default=None, repr=False)
+    """Where the tasks fetch those data keys (the nodes the target was described by)."""
+
+    def file_keys(self) -> LakeKeySource | None:
+        """The key source a rewrite of this stream's files needs (None: a clear stream);
+        an encrypted stream without one is refused rather than rewritten in clear."""
+        if not self.encrypted:
+            return None
+        if self.keys is None:
+            raise EncryptedLakeKeysError(
+                f"stream {self.stream} is encrypted and no node was given to fetch its data "
+                "keys from: its lake files cannot be rewritten"
+            )
+        return self.keys
 
     @property
     def storage(self) -> LakeStorage:

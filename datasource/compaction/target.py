@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from datasource.compaction.errors import UnsupportedLakeError
 from datasource.compaction.lake_options import from_environment
 from datasource.compaction.settings import CompactionTarget
+from datasource.lake_keys import LakeKeySource
 from spark_log.api_models import StreamDescription, StreamList
 from spark_log.rest import RestClient
 
@@ -24,15 +25,19 @@ def describe_target(
 ) -> CompactionTarget:
     """The stream's target from ``GET /v1/streams/{stream}``, reached with ``lake_options``
     (the lake's store options: the operator's, since describe carries no secrets)."""
-    return target_from_describe(
-        StreamDescription.from_json(client.get_json(f"/v1/streams/{stream}")), lake_options
-    )
+    described = StreamDescription.from_json(client.get_json(f"/v1/streams/{stream}"))
+    keys = LakeKeySource(tuple(client.servers), described.name, client.credentials)
+    return target_from_describe(described, lake_options, keys)
 
 
 def target_from_describe(
-    described: StreamDescription, lake_options: Mapping[str, str] | None = None
+    described: StreamDescription,
+    lake_options: Mapping[str, str] | None = None,
+    keys: LakeKeySource | None = None,
 ) -> CompactionTarget:
-    """The target from a describe (what ``Client.describe_stream`` returns, too)."""
+    """The target from a describe (what ``Client.describe_stream`` returns, too); ``keys``:
+    where an encrypted stream's data keys are fetched (without it, its files are not
+    rewritten)."""
     if described.lake is None:
         raise UnsupportedLakeError(
             f"stream {described.name} has no lake (the cluster's lake is disabled): "
@@ -47,6 +52,8 @@ def target_from_describe(
         compaction_interval_s=described.compaction_interval_s,
         storage_options={k.lower(): v for k, v in (lake_options or {}).items()},
         environment_options=from_environment(described.lake.uri, os.environ),
+        encrypted=described.encryption,
+        keys=keys if described.encryption else None,
     )
 
 

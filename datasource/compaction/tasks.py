@@ -5,7 +5,8 @@ connector for ``s3://``, ``gs://`` or ``abfss://`` lakes (those come from Maven)
 Two kinds of task:
 
 - **Key scan** (``scan_keys``, a ``mapInArrow`` over file indexes): reads only the ``offset``
-  and ``key`` columns of one file of the snapshot and emits ``(partition, key, offset)`` of
+  and ``key`` columns of one file of the snapshot (clear even in an encrypted stream's files,
+  so a scan needs no key) and emits ``(partition, key, offset)`` of
   the rows that compaction may drop: keyed rows below the boundary. Spark aggregates these
   into the winners, ``max(offset)`` per ``(partition, key)``.
 - **Partition rewrite** (``rewrite_partition``, an ``applyInArrow`` per lake partition): gets
@@ -29,6 +30,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from datasource.compaction.output import compacted_name, new_task_token
+from datasource.lake_keys import LakeKeySource
+from spark_log.crypto.parquet_kms import PartitionFileCrypto
+from spark_log.lake.file_reader import open_parquet
 from spark_log.lake.file_writer import PartitionFileWriter
 from spark_log.lake.layout import FILE_SCHEMA, MICROS_PER_MILLI, PARTITION_COLUMN
 from spark_log.lake.rewrite import NewFile, discard_paths
@@ -100,6 +104,9 @@ class PartitionRewrite:
     tombstone_cutoff_ms: int
     run_id: int
     max_records_per_file: int
+    keys: LakeKeySource | None = None
+    """An encrypted stream's: each task fetches its partition's data key, reads the files
+    with it and writes the compacted ones encrypted again (None: a clear stream)."""
 
 
 def scan_keys(scan: KeyScan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -153,16 +160,18 @@ def rewrite_partition(
     won = won[won != NO_WINNER]
     storage = spec.lake.storage()
     token = new_task_token()
+    crypto = None if spec.keys is None else spec.keys.file_crypto(partition)
     writer = PartitionFileWriter(
         storage,
         partition,
         lambda n: compacted_name(spec.run_id, token, n),
         spec.max_records_per_file,
+        crypto,
     )
     tally = _Tally()
     try:
         for location in spec.files.get(partition, ()):
-            for batch in _file_rows(storage, location):
+            for batch in _file_rows(storage, location, crypto):
                 writer.write(_survivors(batch, won, spec, tally))
         files = writer.close()
     except BaseException:
@@ -174,10 +183,12 @@ def rewrite_partition(
     return _described(partition, files, tally)
 
 
-def _file_rows(storage: LakeStorage, location: str) -> Iterator[pa.RecordBatch]:
+def _file_rows(
+    storage: LakeStorage, location: str, crypto: PartitionFileCrypto | None
+) -> Iterator[pa.RecordBatch]:
     fs, path = storage.filesystem_for(location)
     with fs.open_input_file(path) as source:
-        yield from pq.ParquetFile(source).iter_batches(
+        yield from open_parquet(source, crypto).iter_batches(
             batch_size=REWRITE_BATCH_ROWS, columns=FILE_SCHEMA.names
         )
 

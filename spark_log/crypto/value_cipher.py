@@ -32,6 +32,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from spark_log.crypto.parquet_kms import PartitionFileCrypto
 from spark_log.errors import DecryptionError
 
 DATA_KEY_BYTES = 32
@@ -75,6 +76,12 @@ class ValueCipher:
 
     def __repr__(self) -> str:
         return "ValueCipher(<data key>)"
+
+    def file_crypto(self, stream: str, partition: int) -> PartitionFileCrypto:
+        """Parquet modular encryption of this partition's lake files under the same data key
+        (the lake holds values decrypted from the segments and re-encrypted by Parquet), so
+        the key never leaves the crypto package."""
+        return PartitionFileCrypto(stream, partition, self._data_key)
 
     def _aead(self, offset: int) -> AESGCM:
         """The AES-GCM instance under the subkey of ``offset``'s window."""
@@ -126,12 +133,4 @@ class ValueCipher:
         """The inverse of ``encrypt_values``; DecryptionError names the first bad offset."""
         stored = values.to_pylist()
         plain = [self.decrypt(v, first_offset + i) for i, v in enumerate(stored)]
-        return pa.array(plain, pa.binary())
-
-    def decrypt_at(self, values: pa.Array, offsets: pa.Array) -> pa.Array:
-        """Values whose offsets are given per row (lake files: compaction leaves gaps)."""
-        plain = [
-            None if v is None else self.decrypt(v, o)
-            for v, o in zip(values.to_pylist(), offsets.to_pylist(), strict=True)
-        ]
         return pa.array(plain, pa.binary())

@@ -30,3 +30,11 @@ class UnsafeLakeStoreError(LakeError):
     version and one commit would be lost, so the node refuses to export there at all."""
 
     code = "unsafe_lake_store"
+
+
+class EncryptedLakeKeysError(LakeError):
+    """An encrypted stream's lake files were to be rewritten (compaction, packing) without
+    the partition's data keys: refused, since the rewrite could neither read the encrypted
+    values nor write them encrypted again, and must never write them in clear."""
+
+    code = "encrypted_lake_keys_missing"

@@ -47,13 +47,13 @@ def read_range(
     max_records: int,
     max_bytes: int,
     cipher: ValueCipher | None = None,
-    keep_encrypted: bool = False,
 ) -> LakeRange:
     """Records from ``start_offset`` up to ``end_offset`` (the HW), at most ``max_records``
     and about ``max_bytes`` of log (always at least one batch, so a range always advances).
 
-    ``keep_encrypted``: an encrypted stream's values go to the lake as the ciphertexts the
-    segments hold (docs/security.md), never decrypted on the way."""
+    ``cipher``: an encrypted stream's partition cipher; values come out decrypted (the lake
+    file is encrypted as a whole by Parquet modular encryption, ``encrypted_export``), and
+    without it an encrypted batch is refused (KeyUnavailableError)."""
     batches: list[pa.RecordBatch] = []
     offset, log_bytes = start_offset, 0
     while offset < end_offset and offset - start_offset < max_records and log_bytes < max_bytes:
@@ -68,7 +68,6 @@ def read_range(
             room,
             verify=True,
             cipher=cipher,
-            keep_encrypted=keep_encrypted,
         )
         for piece in pieces:
             batches.append(to_lake_batch(piece.rows, partition, piece.first_offset))

@@ -7,6 +7,9 @@ files by time. A file added without them is read by every query, so a compaction
 must give its files the same statistics delta-rs gives its own. They come
 from the Parquet footer the writer just produced, so the file is not read again.
 
+An encrypted stream's ``value`` column is left out: its column metadata is encrypted, and
+pyarrow aborts the process (it does not raise) when such metadata is touched without the key.
+
 Timestamps are written in the Delta convention, ISO-8601 at millisecond precision; the
 minimum is rounded down and the maximum up, so both stay true bounds.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Collection
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -26,9 +30,12 @@ STATS_COLUMNS = ("offset", "timestamp")
 NULL_COUNT_COLUMNS = ("offset", "timestamp", "key", "value", "subject")
 
 
-def parquet_stats_json(metadata: pq.FileMetaData) -> str:
-    """The ``stats`` JSON of an add action for a file with this footer."""
-    columns = _top_level_columns(metadata)
+def parquet_stats_json(metadata: pq.FileMetaData, encrypted: Collection[str] = ()) -> str:
+    """The ``stats`` JSON of an add action for a file with this footer; the ``encrypted``
+    columns get no statistics (the module docstring says why)."""
+    columns = {
+        name: index for name, index in _top_level_columns(metadata).items() if name not in encrypted
+    }
     mins: dict[str, Any] = {}
     maxs: dict[str, Any] = {}
     nulls: dict[str, int] = {}

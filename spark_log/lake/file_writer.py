@@ -5,7 +5,10 @@ Compaction tasks and small-file packing write their files with this, never throu
 Hadoop file system (whose object-store connectors come from Maven and cannot be assumed).
 The format is what delta-rs writes for the exporter: the ``FILE_SCHEMA`` columns (the
 partition is only in the directory name), ``timestamp`` as ``TIMESTAMP(MICROS, UTC)``, snappy,
-column statistics on. Each finished file is described for a Delta ``add`` action from what
+column statistics on. An encrypted stream's files are written with Parquet modular encryption
+(``crypto``: the ``value`` column under a column key, the footer plaintext and signed; see
+``spark_log.crypto.parquet_kms``), so a rewrite never turns encrypted values into clear ones.
+Each finished file is described for a Delta ``add`` action from what
 the writer knows (bytes written, footer), so the store is not asked again.
 """
 
@@ -15,7 +18,9 @@ from collections.abc import Callable, Iterable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pyarrow.parquet.encryption as pe
 
+from spark_log.crypto.parquet_kms import ENCRYPTED_COLUMNS, PartitionFileCrypto
 from spark_log.errors import LakeError
 from spark_log.lake.layout import FILE_SCHEMA, PARTITION_COLUMN
 from spark_log.lake.rewrite import NewFile, written_file
@@ -27,16 +32,17 @@ ROW_GROUP_ROWS = 128 * 1024
 readers that skip row groups by offset statistics could then skip nothing."""
 
 
-def conform(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """A batch of lake rows in ``FILE_SCHEMA``: files written by Spark and by delta-rs differ
-    in nullability and field metadata only."""
-    arrays = [batch.column(name).cast(FILE_SCHEMA.field(name).type) for name in FILE_SCHEMA.names]
-    return pa.RecordBatch.from_arrays(arrays, schema=FILE_SCHEMA)
+def conform(rows: pa.Table) -> pa.Table:
+    """Lake rows in ``FILE_SCHEMA`` (chunks kept): files written by Spark and by delta-rs
+    differ in nullability and field metadata only."""
+    columns = [rows.column(name).cast(FILE_SCHEMA.field(name).type) for name in FILE_SCHEMA.names]
+    return pa.Table.from_arrays(columns, schema=FILE_SCHEMA)
 
 
 class PartitionFileWriter:
     """Writes batches of one partition as files ``partition=<p>/<name>``, starting a new file
-    every ``max_rows`` rows; ``name_of(n)`` names the n-th file."""
+    every ``max_rows`` rows; ``name_of(n)`` names the n-th file. ``crypto``: the partition's
+    file encryption, for an encrypted stream (None: clear files)."""
 
     def __init__(
         self,
@@ -44,6 +50,7 @@ class PartitionFileWriter:
         partition: int,
         name_of: Callable[[int], str],
         max_rows: int,
+        crypto: PartitionFileCrypto | None = None,
     ) -> None:
         self._fs, root = storage.filesystem()
         self._root = root.rstrip("/")
@@ -51,6 +58,7 @@ class PartitionFileWriter:
         self._partition = partition
         self._name_of = name_of
         self._max_rows = max_rows
+        self._crypto = crypto
         self._written: list[NewFile] = []
         self._open: tuple[str, pa.NativeFile, pq.ParquetWriter] | None = None
         self._rows_in_file = 0
@@ -66,13 +74,19 @@ class PartitionFileWriter:
 
     def write(self, batch: pa.RecordBatch) -> None:
         """Append rows (in the order given), splitting across files at ``max_rows``."""
+        self.write_table(pa.Table.from_batches([batch]))
+
+    def write_table(self, rows: pa.Table) -> None:
+        """As ``write``, for a table of any chunking: its row groups are ``ROW_GROUP_ROWS``
+        rows across chunks (an export's table has a chunk per stored batch, which may hold a
+        single record, and a row group per chunk would make the file unreadably slow)."""
         start = 0
-        while start < batch.num_rows:
+        while start < rows.num_rows:
             if self._open is None:
                 self._start_file()
             room = self._max_rows - self._rows_in_file
-            part = batch.slice(start, room)
-            self._writer().write_batch(conform(part), row_group_size=ROW_GROUP_ROWS)
+            part = rows.slice(start, room)
+            self._writer().write_table(conform(part), row_group_size=ROW_GROUP_ROWS)
             self._rows_in_file += part.num_rows
             start += part.num_rows
             if self._rows_in_file >= self._max_rows:
@@ -91,21 +105,39 @@ class PartitionFileWriter:
         return paths
 
     def _writer(self) -> pq.ParquetWriter:
-        assert self._open is not None
+        if self._open is None:
+            raise LakeError(f"no file of {self._uri} is open for writing")
         return self._open[2]
 
     def _start_file(self) -> None:
         relative = f"{PARTITION_COLUMN}={self._partition}/{self._name_of(len(self._written))}"
         try:
+            self._make_directory(f"{self._root}/{PARTITION_COLUMN}={self._partition}")
             sink = self._fs.open_output_stream(f"{self._root}/{relative}")
-            writer = pq.ParquetWriter(sink, FILE_SCHEMA, compression=COMPRESSION)
+            writer = pq.ParquetWriter(
+                sink,
+                FILE_SCHEMA,
+                compression=COMPRESSION,
+                encryption_properties=self._encryption(),
+            )
         except (OSError, pa.ArrowException) as exc:
             raise LakeError(f"cannot write {relative} into {self._uri}: {exc}") from exc
         self._open = (relative, sink, writer)
         self._rows_in_file = 0
 
+    def _make_directory(self, path: str) -> None:
+        """A local lake needs the partition's directory before its first file (an export's);
+        object stores have no directories, and a marker object there would only be litter."""
+        if self._fs.type_name == "local":
+            self._fs.create_dir(path, recursive=True)
+
+    def _encryption(self) -> pe.FileEncryptionProperties | None:
+        """Fresh properties per file: each file gets its own random Parquet data keys."""
+        return None if self._crypto is None else self._crypto.encryption_properties()
+
     def _finish_file(self) -> None:
-        assert self._open is not None
+        if self._open is None:
+            return
         relative, sink, writer = self._open
         try:
             writer.close()
@@ -115,4 +147,5 @@ class PartitionFileWriter:
         except (OSError, pa.ArrowException) as exc:
             raise LakeError(f"cannot finish {relative} in {self._uri}: {exc}") from exc
         self._open = None
-        self._written.append(written_file(relative, self._partition, size, footer))
+        encrypted = () if self._crypto is None else ENCRYPTED_COLUMNS
+        self._written.append(written_file(relative, self._partition, size, footer, encrypted))

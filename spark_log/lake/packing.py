@@ -16,18 +16,20 @@ never both commit. Rows are streamed batch by batch, so memory stays at one batc
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from spark_log.crypto.parquet_kms import PartitionFileCrypto
 from spark_log.errors import LakeError
 from spark_log.lake.compaction_state import (
     COMPACTION_METADATA_KEY,
     compaction_app_id,
     next_run_id,
 )
+from spark_log.lake.errors import EncryptedLakeKeysError
+from spark_log.lake.file_reader import open_parquet
 from spark_log.lake.file_writer import PartitionFileWriter
 from spark_log.lake.layout import FILE_SCHEMA
 from spark_log.lake.rewrite import (
@@ -76,10 +78,24 @@ def plan_runs(files: Sequence[TableFile], target_bytes: int) -> list[list[TableF
 
 
 def pack_small_files(
-    storage: LakeStorage, stream: str, target_bytes: int, now_ms: int
+    storage: LakeStorage,
+    stream: str,
+    target_bytes: int,
+    now_ms: int,
+    *,
+    encrypted: bool = False,
+    crypto_for: Callable[[int], PartitionFileCrypto] | None = None,
 ) -> PackOutcome:
     """Pack every partition's small files of the table at ``storage``; one commit, fenced by
-    the compaction app id. Files are read and written through the lake's pyarrow filesystem."""
+    the compaction app id. Files are read and written through the lake's pyarrow filesystem.
+
+    ``encrypted``: the stream's files are Parquet modular-encrypted; ``crypto_for(p)`` gives
+    partition ``p``'s keys, with which packed files are read and written encrypted again.
+    Without it an encrypted stream is refused (EncryptedLakeKeysError)."""
+    if encrypted and crypto_for is None:
+        raise EncryptedLakeKeysError(
+            f"stream {stream} is encrypted: its small files are not packed without its data keys"
+        )
     snapshot = RewriteSnapshot.open(storage, stream)
     if snapshot is None:
         return PackOutcome(0, 0, None)
@@ -92,7 +108,8 @@ def pack_small_files(
     written: list[NewFile] = []
     try:
         for run in runs:
-            written.append(_write_run(storage, run, run_id, started))
+            crypto = None if crypto_for is None else crypto_for(run[0].partition)
+            written.append(_write_run(storage, run, run_id, started, crypto))
         version = snapshot.commit_replace(
             [f for run in runs for f in run],
             written,
@@ -110,21 +127,27 @@ def pack_small_files(
 
 
 def _write_run(
-    storage: LakeStorage, run: list[TableFile], run_id: int, started: list[str]
+    storage: LakeStorage,
+    run: list[TableFile],
+    run_id: int,
+    started: list[str],
+    crypto: PartitionFileCrypto | None,
 ) -> NewFile:
     """Stream the run's rows, in order, into one new file of the partition."""
     name = f"{PACKED_PREFIX}{run_id}-{uuid.uuid4().hex}.parquet"
-    writer = PartitionFileWriter(storage, run[0].partition, lambda _n: name, UNSPLIT_ROWS)
+    writer = PartitionFileWriter(storage, run[0].partition, lambda _n: name, UNSPLIT_ROWS, crypto)
     try:
-        writer.write_all(_batches(storage, run))
+        writer.write_all(_batches(storage, run, crypto))
         (packed,) = writer.close()
     finally:
         started.extend(writer.relative_paths_started())
     return packed
 
 
-def _batches(storage: LakeStorage, run: list[TableFile]) -> Iterator[pa.RecordBatch]:
+def _batches(
+    storage: LakeStorage, run: list[TableFile], crypto: PartitionFileCrypto | None
+) -> Iterator[pa.RecordBatch]:
     for f in run:
         fs, path = storage.filesystem_for(f.location)
         with fs.open_input_file(path) as source:
-            yield from pq.ParquetFile(source).iter_batches(columns=FILE_SCHEMA.names)
+            yield from open_parquet(source, crypto).iter_batches(columns=FILE_SCHEMA.names)

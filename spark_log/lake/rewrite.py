@@ -26,7 +26,7 @@ the files it packed a second time and re-add their rows. Small files are therefo
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -225,17 +225,22 @@ def _int_or_none(value: Any) -> int | None:
 
 
 def written_file(
-    relative: str, partition: int, size_bytes: int, footer: pq.FileMetaData
+    relative: str,
+    partition: int,
+    size_bytes: int,
+    footer: pq.FileMetaData,
+    encrypted: Collection[str] = (),
 ) -> NewFile:
     """A file just written into the table's directory, described for the commit: its size,
     the write time, and the Parquet statistics from its footer (which readers prune by), all
-    known to the writer, so the store is not asked again."""
+    known to the writer, so the store is not asked again. ``encrypted``: the columns under
+    Parquet modular encryption (no statistics for them)."""
     return NewFile(
         path=relative,
         partition=partition,
         size_bytes=size_bytes,
         modification_time_ms=int(time.time() * 1000),
-        stats_json=parquet_stats_json(footer),
+        stats_json=parquet_stats_json(footer, encrypted),
     )
 
 

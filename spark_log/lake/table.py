@@ -16,18 +16,23 @@ S3 with conditional puts or a locking provider configured for delta-rs).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError
+from deltalake.transaction import AddAction, RemoveAction
 
 from spark_log.errors import LakeError, NotLeaderError
 from spark_log.lake.errors import LakeCommitConflictError
 from spark_log.lake.layout import LAKE_SCHEMA, PARTITION_COLUMN, app_id
 from spark_log.lake.storage import LakeStorage
+
+if TYPE_CHECKING:
+    from spark_log.lake.rewrite import NewFile
 
 # Commits of other partitions that land first only make a commit retry at the next version;
 # with many partitions exporting to one table at once that can take more than delta-rs's
@@ -140,26 +145,82 @@ class LakeSnapshot:
         here. A concurrent commit of the same partition since this snapshot fails the commit
         (LakeCommitConflictError), and the version is read back from the committed snapshot.
         """
+        properties = self._export_properties(partition, end_offset, still_allowed, metadata)
+        with self._committing(partition, end_offset):
+            write_deltalake(self._table, data, mode="append", commit_properties=properties)
+        return self._committed(partition, end_offset)
+
+    def append_files(
+        self,
+        files: Sequence[NewFile],
+        partition: int,
+        end_offset: int,
+        still_allowed: Callable[[], bool],
+        metadata: Mapping[str, Any],
+    ) -> int:
+        """As ``append``, for files already written into the table's directory (an encrypted
+        stream's, which delta-rs cannot write): one commit adds them and moves the txn version,
+        with the same checks, so the exporter's compare-and-set is the same for both."""
+        properties = self._export_properties(partition, end_offset, still_allowed, metadata)
+        actions: list[AddAction | RemoveAction] = [
+            AddAction(
+                f.path,
+                f.size_bytes,
+                {PARTITION_COLUMN: str(f.partition)},
+                f.modification_time_ms,
+                True,
+                f.stats_json,
+            )
+            for f in files
+        ]
+        with self._committing(partition, end_offset):
+            self._table.create_write_transaction(
+                actions,
+                mode="append",
+                schema=LAKE_SCHEMA,
+                partition_by=[PARTITION_COLUMN],
+                commit_properties=properties,
+            )
+            self._table.update_incremental()  # unlike write_deltalake, not done by the commit
+        return self._committed(partition, end_offset)
+
+    def _export_properties(
+        self,
+        partition: int,
+        end_offset: int,
+        still_allowed: Callable[[], bool],
+        metadata: Mapping[str, Any],
+    ) -> CommitProperties:
+        """The commit's txn and metadata; asked last before the commit, so a deposed leader
+        (``still_allowed`` false) stops here."""
         if not still_allowed():
             raise NotLeaderError(f"no longer allowed to export {self.stream}/{partition}")
-        app = app_id(self.stream, partition)
-        properties = CommitProperties(
+        return CommitProperties(
             custom_metadata={"liftlog": dict(metadata)},
             max_commit_retries=MAX_COMMIT_RETRIES,
-            app_transactions=[Transaction(app, end_offset)],
+            app_transactions=[Transaction(app_id(self.stream, partition), end_offset)],
         )
+
+    @contextmanager
+    def _committing(self, partition: int, end_offset: int) -> Iterator[None]:
+        """deltalake's errors of an export commit as typed ones."""
+        app = app_id(self.stream, partition)
         try:
-            write_deltalake(self._table, data, mode="append", commit_properties=properties)
+            yield
         except CommitFailedError as exc:
             raise LakeCommitConflictError(
                 f"commit of {app} up to {end_offset} lost: {exc}"
             ) from exc
         except FOREIGN_ERRORS as exc:
             raise LakeError(f"cannot commit {app} up to {end_offset}: {exc}") from exc
+
+    def _committed(self, partition: int, end_offset: int) -> int:
+        """The table version after an export commit, once the txn version says it landed."""
         committed = self.exported_offset(partition)
         if committed != end_offset:
             raise LakeCommitConflictError(
-                f"after committing {app} up to {end_offset} the table says {committed}"
+                f"after committing {app_id(self.stream, partition)} up to {end_offset} "
+                f"the table says {committed}"
             )
         return self.version
 

@@ -73,14 +73,13 @@ def rows_in_range(
     *,
     verify: bool = True,
     cipher: ValueCipher | None = None,
-    keep_encrypted: bool = False,
 ) -> Iterator[RangeSlice]:
     """Each stored batch's slice inside the range, at most ``max_records`` rows in all: the
     one walk every reader of the log shares (Records and Arrow fetches, lake export).
 
     Encrypted batches are decrypted here with ``cipher`` (the partition's data key), so no
-    reader can hand out ciphertext as a value; without a cipher they are refused. Only the
-    lake export passes ``keep_encrypted``: the lake stores the ciphertexts as they are."""
+    reader can hand out ciphertext as a value; without a cipher they are refused (the lake
+    export too: its files are encrypted by Parquet, not by keeping these ciphertexts)."""
     taken = 0
     for header, view in iter_batches(data, verify=verify):
         room = max_records - taken
@@ -91,7 +90,7 @@ def rows_in_range(
         lo = max(start_offset - header.base_offset, 0)
         hi = min(end_offset - header.base_offset, header.record_count, lo + room)
         rows = decode_records(view).slice(lo, hi - lo)
-        if header.encrypted and not keep_encrypted:
+        if header.encrypted:
             rows = _decrypted(rows, header.base_offset + lo, cipher)
         yield RangeSlice(header.base_offset + lo, rows, header.size)
         taken += hi - lo
