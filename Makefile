@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST := $(PY) -m pytest
 
-.PHONY: demo test test-secure fuzz fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake bench-secure lint format clean-venv check-java
+.PHONY: demo test test-secure fuzz fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake bench-secure bench-smoke lint format clean-venv check-java
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory check-java
@@ -78,6 +78,11 @@ jepsen-random: $(STAMP)
 
 bench: $(STAMP)
 	$(VENV)/bin/liftlog bench --json bench/results-latest.json
+
+# Every benchmark script with tiny sizes (figures present, nothing lost, no process left),
+# including the Spark-based lake smokes that `make test` leaves out (about 3 minutes).
+bench-smoke: $(STAMP)
+	$(PYTEST) -q tests/integration/test_bench_smoke.py
 
 # batch reads through format("liftlog") beside Spark's Parquet scan of the same lake files (10M records)
 bench-spark: $(STAMP)

@@ -3,7 +3,9 @@ to end with tiny sizes: every figure present, nothing lost.
 
 No timing assertions (the benchmark prints numbers, it does not assert them); this only
 checks that each measurement ran, produced positive figures, lost no record and stopped
-every process it started.
+every process it started. The lake read and compaction smokes each start Spark and take
+about half a minute: they are marked slow and run with ``make bench-smoke`` (with the rest
+of this module), not in ``make test``.
 """
 
 from __future__ import annotations
@@ -217,6 +219,7 @@ def test_lake_export_bench_reports_both_lakes(tmp_path):
     assert "local lake, median (min..max)" in printed and "S3 lake (SeaweedFS)" in printed
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
 def test_lake_read_bench_reports_both_lakes_and_the_native_peer(tmp_path):
     body, printed = _run_bench_script(tmp_path, "spark_read_lake.py", "--records", "4000")
@@ -233,6 +236,7 @@ def test_lake_read_bench_reports_both_lakes_and_the_native_peer(tmp_path):
     assert "liftlog, S3 lake" in printed and "native Parquet, local files" in printed
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
 def test_lake_compaction_bench_reports_both_lakes(tmp_path):
     body, printed = _run_bench_script(tmp_path, "compact_s3.py", "--rows", "4000")
