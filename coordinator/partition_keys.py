@@ -68,9 +68,12 @@ def key_context(stream: str, partition: int) -> bytes:
     return f"{stream}/{partition}".encode()
 
 
-def add_new_keys(txn: ZkTransaction, spec: StreamSpec, provider: KeyProvider) -> None:
-    """Create every partition's wrapped data key in the stream's create transaction."""
-    for partition in range(spec.partitions):
+def add_new_keys(
+    txn: ZkTransaction, spec: StreamSpec, provider: KeyProvider, first_partition: int = 0
+) -> None:
+    """Create the wrapped data key of every partition from ``first_partition`` on, in the
+    transaction that creates the partitions (a stream's create, or its growth)."""
+    for partition in range(first_partition, spec.partitions):
         wrapped = provider.wrap(new_data_key(), key_context(spec.name, partition))
         record = PartitionKeyRecord.of(wrapped)
         txn.create_json(partition_key_path(spec.name, partition), record.to_json())

@@ -12,7 +12,8 @@ import builtins
 import dataclasses
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from coordinator.assignment import assign_replicas
 from coordinator.brokers import live_brokers
@@ -41,7 +42,7 @@ from spark_log.errors import (
     StreamExistsError,
     StreamNotFoundError,
 )
-from spark_log.stream_spec import StreamSpec, validate_stream_name
+from spark_log.stream_spec import StreamSpec, altered_spec, validate_stream_name
 
 CREATE_MAX_ATTEMPTS = 3
 SET_PAUSED_MAX_ATTEMPTS = 5
@@ -119,12 +120,78 @@ class StreamStore:
             raise StreamNotFoundError(f"stream {name!r} not found") from exc
 
     def set_paused(self, name: str, paused: bool) -> StreamRecord:
-        """Pause or resume; a read-modify-write retried when another writer got in between."""
+        """Pause or resume (idempotent)."""
+        return self.update(name, lambda record: dataclasses.replace(record, paused=paused))
+
+    def set_read_only(self, name: str, read_only: bool) -> StreamRecord:
+        """Make the stream refuse every publish, or accept them again (idempotent)."""
+        return self.update(name, lambda record: dataclasses.replace(record, read_only=read_only))
+
+    def alter(
+        self, name: str, changes: Mapping[str, Any], key_provider: KeyProvider | None = None
+    ) -> StreamRecord:
+        """Change the spec's alterable fields (``spark_log.stream_spec.altered_spec``
+        validates them against the spec as stored at the moment of the write), as ``update``
+        does. More partitions are created in the same transaction as the spec naming them
+        (``_grow``); an encrypted stream's new data keys need ``key_provider``."""
         for _attempt in range(SET_PAUSED_MAX_ATTEMPTS):
             record, version = self._read(name)
-            if record.paused == paused:
+            updated = dataclasses.replace(record, spec=altered_spec(record.spec, changes))
+            if updated == record:
                 return record
-            updated = dataclasses.replace(record, paused=paused)
+            try:
+                if updated.spec.partitions == record.spec.partitions:
+                    self._session.set_json(stream_path(name), updated.to_json(), version)
+                else:
+                    self._grow(record.spec.partitions, updated, version, key_provider)
+                return updated
+            except VersionConflictError:
+                continue
+            except ZNodeNotFoundError as exc:
+                raise StreamNotFoundError(f"stream {name!r} not found") from exc
+        raise VersionConflictError(
+            f"stream {name!r} kept changing; gave up after {SET_PAUSED_MAX_ATTEMPTS} attempts"
+        )
+
+    def _grow(
+        self, old: int, updated: StreamRecord, version: int, key_provider: KeyProvider | None
+    ) -> None:
+        """One transaction: the spec with the new count (conditional on the version read),
+        and each new partition with its state (and data key on an encrypted stream). New
+        partitions are placed by the same round robin as a create, continued (Kafka's
+        ``createPartitions``), over the brokers live now."""
+        spec = updated.spec
+        if spec.encryption and key_provider is None:
+            raise EncryptionUnavailableError(
+                f"stream {spec.name!r} is encrypted but this node has no master key: "
+                "grow it through a node that has one"
+            )
+        broker_ids = [broker.broker_id for broker in live_brokers(self._session)]
+        replicas = assign_replicas(
+            spec.partitions,
+            spec.replication_factor,
+            broker_ids,
+            start_index=_start_index(spec.name, len(broker_ids)),
+        )
+        txn = self._session.transaction()
+        txn.set_json(stream_path(spec.name), updated.to_json(), version)
+        for partition in range(old, spec.partitions):
+            txn.create(partition_path(spec.name, partition))
+            state = PartitionState.initial(replicas[partition])
+            txn.create_json(partition_state_path(spec.name, partition), state.to_json())
+        if spec.encryption and key_provider is not None:
+            add_new_keys(txn, spec, key_provider, first_partition=old)
+        txn.commit()
+
+    def update(self, name: str, change: Callable[[StreamRecord], StreamRecord]) -> StreamRecord:
+        """Write ``change(record)``: a read-modify-write on the znode version, retried when
+        another writer got in between (so two operators' changes never overwrite each other).
+        No write when nothing changes."""
+        for _attempt in range(SET_PAUSED_MAX_ATTEMPTS):
+            record, version = self._read(name)
+            updated = change(record)
+            if updated == record:
+                return record
             try:
                 self._session.set_json(stream_path(name), updated.to_json(), version)
                 return updated

@@ -179,23 +179,31 @@ class PartitionReassignment:
 
 @dataclass(frozen=True)
 class StreamRecord:
-    """A stream as stored: the user's spec plus the state an operator changes (paused)."""
+    """A stream as stored: the user's spec plus the state an operator changes (paused,
+    read-only). ``read_only`` is state, not spec, so that an idempotent create of the same
+    spec still matches a stream that was set read-only."""
 
     spec: StreamSpec
     paused: bool
     created_at_ms: int
+    read_only: bool = False
 
     @property
     def name(self) -> str:
         return self.spec.name
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        """``read_only`` is written only once true, so a writable stream's znode reads the
+        same as before the field existed (a node without it still parses it)."""
+        data = {
             "version": SCHEMA_VERSION,
             "spec": self.spec.to_json(),
             "paused": self.paused,
             "created_at_ms": self.created_at_ms,
         }
+        if self.read_only:
+            data["read_only"] = True
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> StreamRecord:

@@ -20,7 +20,7 @@ from ingest.follower_path import LeaderReport
 from ingest.node_credentials import outgoing_credentials
 from ingest.node_view import NodeView
 from ingest.storage_stall import StorageStall
-from ingest.stream_limits import check_stream_limits
+from ingest.stream_limits import check_growth_limits, check_stream_limits
 from ingest.unclean_loss import assess_loss
 from spark_log.api_models import (
     EpochEntryView,
@@ -78,6 +78,25 @@ async def set_paused(node: NodeView, name: str, paused: bool) -> StreamDescripti
     return await describe_stream(node, name)
 
 
+async def set_read_only(node: NodeView, name: str, read_only: bool) -> StreamDescription:
+    """Every leader refuses publishes with ``stream_readonly`` once it has seen the flag
+    (its stream watch); this node applies it before answering."""
+    await asyncio.to_thread(node.store.set_read_only, name, read_only)
+    await node.reconcile_now()
+    return await describe_stream(node, name)
+
+
+async def alter_stream(node: NodeView, name: str, changes: dict[str, Any]) -> StreamDescription:
+    """Change the spec's alterable fields; every node adopts the new spec at its next
+    reconcile (its stream watch), this one before answering. Growth stays within the
+    ``[limits]`` a create does."""
+    await asyncio.to_thread(check_growth_limits, node.store, node.config.limits, name, changes)
+    provider = node.replicas.key_provider
+    await asyncio.to_thread(node.store.alter, name, changes, provider)
+    await node.reconcile_now()
+    return await describe_stream(node, name)
+
+
 async def list_streams(node: NodeView) -> list[StreamSummary]:
     records = await asyncio.to_thread(node.store.list)
     return [stream_summary(r) for r in records]
@@ -101,6 +120,7 @@ async def describe_stream(node: NodeView, name: str) -> StreamDescription:
         spec=record.spec,
         partitions=tuple(partitions),
         paused=record.paused,
+        read_only=record.read_only,
         created_at_ms=record.created_at_ms,
         lake=_lake_ref(uri, _export_refusal(node)),
     )
@@ -267,6 +287,7 @@ def stream_summary(record: StreamRecord) -> StreamSummary:
     return StreamSummary(
         **dataclasses.asdict(record.spec),
         paused=record.paused,
+        read_only=record.read_only,
         created_at_ms=record.created_at_ms,
     )
 

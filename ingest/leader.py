@@ -18,9 +18,11 @@ import pyarrow as pa
 from ingest.dedup import DedupWindow
 from ingest.produce_request import ProduceAck, ProduceRequest
 from ingest.purgatory import Purgatory
+from spark_log.config import DEFAULT_MAX_TIMESTAMP_SKEW_MS
 from spark_log.crypto import ENCRYPTION_OVERHEAD, ValueCipher
 from spark_log.errors import (
     ExpectedOffsetMismatchError,
+    InvalidTimestampError,
     LiftlogError,
     NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
@@ -28,7 +30,7 @@ from spark_log.errors import (
 )
 from spark_log.log import build_record_batch, encode_batch
 from spark_log.stream_spec import StreamSpec
-from spark_log.wire import HEADER_BATCH_COUNT, HEADER_MSG_ID
+from spark_log.wire import HEADER_BATCH_COUNT, HEADER_MSG_ID, HEADER_TIMESTAMP
 
 log = logging.getLogger("liftlog.leader")
 
@@ -65,10 +67,12 @@ class Sequencer:
         dedup: DedupWindow,
         on_error: Callable[[ProduceRequest, LiftlogError], None],
         cipher: ValueCipher | None = None,
+        max_timestamp_skew_ms: int = DEFAULT_MAX_TIMESTAMP_SKEW_MS,
     ) -> None:
         self.spec = spec
         self.dedup = dedup
         self._on_error = on_error
+        self._max_skew_ms = max_timestamp_skew_ms
         self.cipher = cipher
         """The partition's value cipher on an encrypted stream (values are encrypted as the
         batch is encoded, so the log, followers and fetch traffic only ever hold ciphertext)."""
@@ -134,7 +138,19 @@ class Sequencer:
             raise ExpectedOffsetMismatchError(
                 f"expected offset {req.expected_offset} but the next offset is {next_offset}"
             )
+        self._check_timestamp(req, now)
         return None
+
+    def _check_timestamp(self, req: ProduceRequest, now: int) -> None:
+        """A create time must lie within the skew of the leader's clock, checked here (not
+        at parse time) against the very clock reading the cycle's append times use."""
+        ts = req.timestamp_ms
+        if ts is not None and abs(ts - now) > self._max_skew_ms:
+            raise InvalidTimestampError(
+                f"{HEADER_TIMESTAMP} {ts} is {abs(ts - now)} ms from the leader's clock "
+                f"({now}); at most {self._max_skew_ms} ms allowed "
+                "(ingest.max_timestamp_skew_ms); nothing stored"
+            )
 
     def _flush_singles(self, singles: _Columns, result: CycleResult, leader_epoch: int) -> None:
         if singles.timestamps:
@@ -174,7 +190,7 @@ class _Columns:
         self.subjects: list[str] = []
 
     def add(self, req: ProduceRequest, now: int) -> None:
-        self.timestamps.append(now)
+        self.timestamps.append(now if req.timestamp_ms is None else req.timestamp_ms)
         self.keys.append(req.key)
         self.values.append(req.value)
         self.headers.append(req.headers)
@@ -206,7 +222,9 @@ def _batch_records(req: ProduceRequest, now: int) -> pa.RecordBatch:
         headers = pa.concat_arrays([pa.array([first], headers.type), headers.slice(1)])
     return pa.RecordBatch.from_arrays(
         [
-            pa.repeat(pa.scalar(now, pa.int64()), n),
+            pa.repeat(
+                pa.scalar(now if req.timestamp_ms is None else req.timestamp_ms, pa.int64()), n
+            ),
             table.column("key").combine_chunks(),
             table.column("value").combine_chunks(),
             headers,

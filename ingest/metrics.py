@@ -49,6 +49,12 @@ class NodeMetrics:
             _LABELS,
             registry=self.registry,
         )
+        self.readonly_drops = Counter(
+            "liftlog_readonly_drops",
+            "Messages without a reply subject dropped because their stream is read-only",
+            _LABELS,
+            registry=self.registry,
+        )
         self.internal_reply_drops = Counter(
             "liftlog_internal_reply_drops",
             "Messages dropped unstored because their reply subject is Liftlog's or the server's",

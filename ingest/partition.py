@@ -133,7 +133,8 @@ class PartitionReplica:
         self._subscription = PartitionSubscription(
             spec, partition, config.ingest, metrics, clock, self._writes.on_message
         )
-        self._maintenance = MaintenanceRunner(self, config.log, self._retention(), clock)
+        self._retention_runner = self._retention()
+        self._maintenance = MaintenanceRunner(self, config.log, self._retention_runner, clock)
         self.follower_path = FollowerPath(
             self.state, lambda: self.log, self._write_lock, config.log.fsync == "always", self
         )
@@ -302,6 +303,22 @@ class PartitionReplica:
     def count_slow_consumer_drop(self) -> bool:
         """Count a NATS drop; True when it should be logged (at most once a second)."""
         return self._subscription.count_slow_consumer_drop()
+
+    def adopt_stream(self, spec: StreamSpec, read_only: bool) -> None:
+        """Take the stream's spec and read-only flag as ZooKeeper holds them now (every
+        reconcile): an alter or a read-only switch applies on every node without a restart.
+        Only alterable fields can differ (``stream_spec.altered_spec``), so the subject and
+        the log's identity never change under a running replica."""
+        if read_only != self.state.read_only:
+            log.info("%s: %s", self.state.name, "read-only" if read_only else "read-write")
+        self.state.read_only = read_only
+        if spec == self.spec:
+            return
+        log.info("%s: stream spec altered", self.state.name)
+        self.spec = spec
+        self.state.min_isr = spec.effective_min_isr
+        self._writes.adopt_spec(spec)
+        self._retention_runner.adopt_spec(spec)
 
     async def _sync_subscription(self, nc: Any, paused: bool) -> None:
         """A leader always listens; paused, it answers ``stream_paused`` and stores nothing."""
@@ -681,6 +698,8 @@ class PartitionReplica:
             )
         if self.state.paused:
             raise StreamPausedError(f"stream {self.spec.name} is paused")
+        if self.state.read_only:
+            raise self.state.read_only_error()
         self._raise_if_offline()
         return await self._writes.produce(requests)
 

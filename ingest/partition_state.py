@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from coordinator.znodes import NO_LEADER, PartitionState
 from ingest.follower_state import FollowerTracker
 from ingest.storage_stall import StorageStall
-from spark_log.errors import LiftlogError, NotLeaderError, StorageError
+from spark_log.errors import LiftlogError, NotLeaderError, StorageError, StreamReadOnlyError
 
 ROLE_NONE = "none"
 ROLE_LEADER = "leader"
@@ -62,6 +62,8 @@ class Partition:
         self.offline_reason: str | None = None
         self.storage_stall: StorageStall | None = None
         self.paused = False
+        # set from the stream's znode on every reconcile: the writer refuses every cycle
+        self.read_only = False
         self.followers = FollowerTracker(broker_id, self.replicas)
 
     # ----------------------------------------------------------------- role
@@ -176,7 +178,14 @@ class Partition:
             return NotLeaderError(
                 self.fenced_reason or f"broker {self.broker_id} does not lead {self.name}"
             )
+        if self.read_only:
+            # checked again here, not only at intake: requests queued before the flag arrived
+            # are refused too, so nothing reaches the log once a node has seen the flag
+            return self.read_only_error()
         return None
+
+    def read_only_error(self) -> StreamReadOnlyError:
+        return StreamReadOnlyError(f"stream {self.stream} is read-only")
 
     # ----------------------------------------------------------------- ISR and HW
 

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ingest.arrow_guard import check_plain_type, refuse_compressed
-from spark_log.errors import InvalidRequestError, RecordTooLargeError
+from spark_log.errors import InvalidRequestError, InvalidTimestampError, RecordTooLargeError
 from spark_log.log import RECORD_SCHEMA
 from spark_log.stream_spec import ACK_POLICIES, StreamSpec
 from spark_log.wire import (
@@ -23,6 +23,7 @@ from spark_log.wire import (
     HEADER_EXPECTED_OFFSET,
     HEADER_KEY,
     HEADER_MSG_ID,
+    HEADER_TIMESTAMP,
 )
 
 _HEADERS_TYPE = RECORD_SCHEMA.field("headers").type
@@ -55,6 +56,9 @@ class ProduceRequest:
     headers: dict[str, str] | None = None
     records: pa.Table | None = None
     future: asyncio.Future[ProduceAck] | None = None
+    timestamp_ms: int | None = None
+    """The producer's create time (``timestamp_type: create`` and ``Liftlog-Timestamp``
+    given); None: the leader's append time. A batch's records all take it."""
 
     @property
     def count(self) -> int:
@@ -76,6 +80,7 @@ def request_from_nats(
         ack_policy=_ack_policy(hdrs.get(HEADER_ACK), spec),
         msg_id=hdrs.get(HEADER_MSG_ID) or None,
         expected_offset=_expected_offset(hdrs.get(HEADER_EXPECTED_OFFSET)),
+        timestamp_ms=create_timestamp(hdrs, spec),
     )
     if hdrs.get(HEADER_BATCH) is not None:
         req.records = _decode_producer_batch(hdrs[HEADER_BATCH], data, spec)
@@ -142,6 +147,28 @@ def _ack_policy(value: str | None, spec: StreamSpec) -> str:
     if policy not in ACK_POLICIES:
         raise InvalidRequestError(f"{HEADER_ACK} must be one of none, leader, all; got {value!r}")
     return policy
+
+
+def create_timestamp(headers: dict[str, str] | None, spec: StreamSpec) -> int | None:
+    """The record's create time from ``Liftlog-Timestamp`` on a ``timestamp_type: create``
+    stream (None without the header, and always None on a ``log_append`` stream, which
+    ignores the header as Kafka's LogAppendTime topics ignore the producer's time). Whether
+    it is close enough to the leader's clock is checked when the record is sequenced."""
+    if spec.timestamp_type != "create" or not headers:
+        return None
+    value = headers.get(HEADER_TIMESTAMP)
+    if value is None:
+        return None
+    text = value.strip()
+    if not (text.isascii() and text.isdigit()) or len(text) > MAX_OFFSET_DIGITS:
+        raise InvalidTimestampError(
+            f"{HEADER_TIMESTAMP} must be milliseconds since the epoch (digits 0-9), "
+            f"got {value[:40]!r}"
+        )
+    timestamp = int(text)
+    if timestamp > MAX_OFFSET:
+        raise InvalidTimestampError(f"{HEADER_TIMESTAMP} must be at most {MAX_OFFSET}")
+    return timestamp
 
 
 def _expected_offset(value: str | None) -> int | None:

@@ -203,6 +203,7 @@ class ReplicaManager:
         if key not in self.replicas and partition_dir(self._data_dir, view.record, key[1]).exists():
             self._restart_pending.add(key)  # an earlier incarnation of this broker held it
         replica = await self._open_replica(key, view, state)
+        replica.adopt_stream(view.record.spec, view.record.read_only)
         state, version = await self._guard_lost_data(key, replica, state, view.versions[key[1]])
         if key in self._restart_pending:
             state, version = await self._guard_restarted_leadership(key, replica, state, version)
@@ -360,12 +361,12 @@ class ReplicaManager:
         return write
 
     def recorded_elsewhere(self, stream: str, subject: str) -> bool:
-        """Whether an active (not paused) stream other than ``stream`` records ``subject``,
-        as of the last reconcile (every node watches every stream)."""
+        """Whether an active (neither paused nor read-only) stream other than ``stream``
+        records ``subject``, as of the last reconcile (every node watches every stream)."""
         return any(
             subject_matches(view.record.spec.partition_subject(p), subject)
             for name, view in self.streams.items()
-            if name != stream and not view.record.paused
+            if name != stream and not view.record.paused and not view.record.read_only
             for p in range(view.record.spec.partitions)
         )
 

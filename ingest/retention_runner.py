@@ -51,6 +51,10 @@ class RetentionRunner:
         self._storage = storage
         self._checks = metrics.retention_checks.labels(spec.name, str(partition))
 
+    def adopt_spec(self, spec: StreamSpec) -> None:
+        """Altered retention limits apply from the next check on."""
+        self._spec = spec
+
     @property
     def _name(self) -> str:
         return f"{self._spec.name}/{self._partition}"

@@ -9,6 +9,9 @@ clients, not to be an exact quota.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from coordinator.streams import StreamStore
 from spark_log.errors import InvalidRequestError, LimitExceededError
 from spark_log.limits_config import LimitsConfig
@@ -46,4 +49,27 @@ def check_spec_limits(limits: LimitsConfig, spec: StreamSpec) -> None:
         raise InvalidRequestError(
             f'"partitions" {spec.partitions} is more than limits.max_partitions_per_stream '
             f"({limits.max_partitions_per_stream})"
+        )
+
+
+def check_growth_limits(
+    store: StreamStore, limits: LimitsConfig, name: str, changes: Mapping[str, Any]
+) -> None:
+    """An alter that grows a stream stays within the bounds a create of that size would:
+    partitions per stream and the cluster's total (blocking: ZooKeeper reads)."""
+    wanted = changes.get("partitions")
+    if not isinstance(wanted, int):
+        return
+    if wanted > limits.max_partitions_per_stream:
+        raise InvalidRequestError(
+            f'"partitions" {wanted} is more than limits.max_partitions_per_stream '
+            f"({limits.max_partitions_per_stream})"
+        )
+    existing = store.list()
+    current = next((r.spec.partitions for r in existing if r.spec.name == name), wanted)
+    total = sum(record.spec.partitions for record in existing)
+    if wanted > current and total + wanted - current > limits.max_partitions_total:
+        raise LimitExceededError(
+            f"the cluster holds {total} partitions; {wanted - current} more would pass "
+            f"limits.max_partitions_total ({limits.max_partitions_total})"
         )

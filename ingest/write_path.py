@@ -96,6 +96,7 @@ class LeaderWritePath:
         self._bytes_in = metrics.bytes_in.labels(*self._labels)
         self._duplicates = metrics.duplicates.labels(*self._labels)
         self._paused_drops = metrics.paused_drops.labels(*self._labels)
+        self._readonly_drops = metrics.readonly_drops.labels(*self._labels)
         self._internal_reply_drops = metrics.internal_reply_drops.labels(*self._labels)
         self._publish = publish
         self._clock = clock
@@ -119,7 +120,9 @@ class LeaderWritePath:
             self._encode_error,
             encode_duplicate_ack,
         )
-        self._sequencer = Sequencer(spec, dedup, self._refuse)
+        self._sequencer = Sequencer(
+            spec, dedup, self._refuse, max_timestamp_skew_ms=ingest.max_timestamp_skew_ms
+        )
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -159,13 +162,16 @@ class LeaderWritePath:
     # ----------------------------------------------------------------- intake
 
     async def on_message(self, msg: Any) -> None:
-        """NATS callback: queue only; the writer task parses and validates. A paused stream
-        answers at once and stores nothing."""
+        """NATS callback: queue only; the writer task parses and validates. A paused or
+        read-only stream answers at once and stores nothing."""
         if msg.reply and is_internal_reply(msg.reply):
             self._drop_internal_reply(msg.subject, msg.reply)
             return
         if self._partition.paused:
             self._answer_paused(msg.subject, msg.reply)
+            return
+        if self._partition.read_only:
+            self._answer_read_only(msg.subject, msg.reply)
             return
         if len(self._queue) >= self._limits.pending_msgs_limit:
             self._space.clear()
@@ -199,6 +205,20 @@ class LeaderWritePath:
             self._paused_drops.inc()
             return
         self._refuse_reply(reply, StreamPausedError(f"stream {self._spec.name} is paused"))
+
+    def _answer_read_only(self, subject: str, reply: str | None) -> None:
+        """A publish to a read-only stream: answered as a paused one (``_answer_paused``),
+        with ``stream_readonly``; a drop without a reply is counted apart."""
+        if not reply or self._hooks.recorded_by_another_stream(subject):
+            self._readonly_drops.inc()
+            return
+        self._refuse_reply(reply, self._partition.read_only_error())
+
+    def adopt_spec(self, spec: StreamSpec) -> None:
+        """An altered spec (max record size, default ack policy) applies from the next
+        message on; requests already queued keep what they were parsed with."""
+        self._spec = spec
+        self._sequencer.spec = spec
 
     async def produce(self, requests: list[ProduceRequest]) -> list[ProduceAck]:
         """Queue requests that did not come from NATS (REST) and wait for their acks."""

@@ -17,8 +17,10 @@ from spark_log.stream_spec import (
     DEFAULT_MAX_RECORD_BYTES,
     DEFAULT_PARTITIONS,
     DEFAULT_REPLICATION_FACTOR,
+    DEFAULT_TIMESTAMP_TYPE,
     AckPolicy,
     StreamSpec,
+    TimestampType,
 )
 
 # ----------------------------------------------------------------------------- errors
@@ -60,7 +62,10 @@ class StreamSummary(JsonModel):
     compaction_interval_s: float | None = None
     delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS
     encryption: bool = False
+    timestamp_type: TimestampType = DEFAULT_TIMESTAMP_TYPE
     paused: bool = False
+    read_only: bool = False
+    """Publishes are refused with ``stream_readonly``; reads go on."""
     created_at_ms: int = 0
 
 
@@ -119,7 +124,8 @@ class LakeRef(JsonModel):
 
 @dataclass(frozen=True)
 class StreamDescription(JsonModel):
-    """``GET /v1/streams/{stream}`` (also the answer of create, pause and resume): the spec
+    """``GET /v1/streams/{stream}`` (also the answer of create, alter, pause, resume,
+    readonly and readwrite): the spec
     fields flattened, ``spec`` itself, and ``partitions`` as the per-partition list."""
 
     name: str
@@ -138,7 +144,10 @@ class StreamDescription(JsonModel):
     compaction_interval_s: float | None = None
     delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS
     encryption: bool = False
+    timestamp_type: TimestampType = DEFAULT_TIMESTAMP_TYPE
     paused: bool = False
+    read_only: bool = False
+    """Publishes are refused with ``stream_readonly``; reads go on."""
     created_at_ms: int = 0
     lake: LakeRef | None = None
 
@@ -346,6 +355,8 @@ class FetchResponse(JsonModel):
     log_start_offset: int = 0
     next_offset: int = 0
     """Where the next fetch starts."""
+    end_reached: bool = False
+    """The fetch's ``stop_offset`` or ``stop_timestamp`` is reached: the subscription is over."""
 
 
 @dataclass(frozen=True)

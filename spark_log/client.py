@@ -44,6 +44,19 @@ from spark_log.log import Record
 from spark_log.nats_config import NatsCredentials, nats_credentials_from_env
 from spark_log.nats_io import widen_read_buffer
 from spark_log.nats_options import nats_auth_options
+from spark_log.positions import (
+    STOP_LATEST,
+    Start,
+    StartName,
+    Stop,
+    StopBounds,
+    check_order,
+    check_start,
+    check_stop,
+    earlier_end,
+    start_timestamp_ms,
+    stop_bounds,
+)
 from spark_log.publish_retry import (
     DEFAULT_DELIVERY_TIMEOUT_S,
     possibly_stored,
@@ -75,11 +88,10 @@ DISCOVERED_NATS_RECONNECT_WAIT_S = 0.5
 # A flush waits for the lake export on every partition's leader.
 FLUSH_TIMEOUT_S = 120.0
 
-Start = str | int | dt.datetime
 # the status nats-server puts on the reply when no subscriber listens on the subject
 NO_RESPONDERS_STATUS = "503"
 
-__all__ = ["Ack", "Client", "Fetched", "Start", "partition_for_key"]
+__all__ = ["Ack", "Client", "Fetched", "Start", "Stop", "partition_for_key"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +99,8 @@ class Fetched:
     records: list[Record]
     high_watermark: int
     next_offset: int
+    end_reached: bool = False
+    """The fetch's stop timestamp or stop offset is reached (see ``Client.subscribe``)."""
 
 
 def partition_for_key(key: bytes, partitions: int) -> int:
@@ -180,6 +194,22 @@ class Client(AuthAdminMixin):
 
     async def resume_stream(self, name: str) -> StreamDescription:
         resp = await asyncio.to_thread(self.rest.request, "POST", f"/v1/streams/{name}/resume")
+        return StreamDescription.from_json(resp.json())
+
+    async def set_read_only(self, name: str, read_only: bool = True) -> StreamDescription:
+        """Make every publish to the stream fail with ``StreamReadOnlyError`` (nothing is
+        stored; reads go on), or, with ``read_only=False``, accept publishes again."""
+        action = "readonly" if read_only else "readwrite"
+        resp = await asyncio.to_thread(self.rest.request, "POST", f"/v1/streams/{name}/{action}")
+        return StreamDescription.from_json(resp.json())
+
+    async def alter_stream(self, name: str, **changes: Any) -> StreamDescription:
+        """Change alterable spec fields (``retention_ms=...``, ``min_isr=...``; ``None``
+        clears a limit); every node applies them without a restart."""
+        resp = await asyncio.to_thread(
+            self.rest.request, "PATCH", f"/v1/streams/{name}", json_body=changes
+        )
+        self._forget(name)  # the cached spec (max record size) is stale now
         return StreamDescription.from_json(resp.json())
 
     async def flush_stream(self, name: str) -> FlushResult:
@@ -423,13 +453,20 @@ class Client(AuthAdminMixin):
         offset: int | None = None,
         *,
         timestamp_ms: int | None = None,
+        start: StartName | None = None,
+        stop_offset: int | None = None,
+        stop_timestamp_ms: int | None = None,
         max_records: int = DEFAULT_FETCH_RECORDS,
         wait_ms: int = 0,
     ) -> Fetched:
-        """One fetch of committed records (Arrow on the wire)."""
+        """One fetch of committed records (Arrow on the wire), from ``offset``, the first
+        record at or after ``timestamp_ms``, or a named ``start``; up to an optional stop."""
         params = {
             "offset": offset,
             "timestamp": timestamp_ms,
+            "start": start,
+            "stop_offset": stop_offset,
+            "stop_timestamp": stop_timestamp_ms,
             "max_records": max_records,
             "wait_ms": wait_ms,
         }
@@ -450,9 +487,13 @@ class Client(AuthAdminMixin):
             raise
         records = decode_fetch_arrow(resp.body)
         hw = int(resp.headers.get("liftlog-high-watermark", "0"))
+        ended = resp.headers.get("liftlog-end-reached") == "true"
+        next_offset = resp.headers.get("liftlog-next-offset")
+        if next_offset is not None:
+            return Fetched(records, hw, int(next_offset), ended)
         if records:
-            return Fetched(records, hw, records[-1].offset + 1)
-        return Fetched(records, hw, offset if offset is not None else hw)
+            return Fetched(records, hw, records[-1].offset + 1, ended)
+        return Fetched(records, hw, offset if offset is not None else hw, ended)
 
     async def subscribe(
         self,
@@ -460,28 +501,41 @@ class Client(AuthAdminMixin):
         partition: int = 0,
         start: Start = "earliest",
         *,
+        stop: Stop | None = None,
         poll_wait_ms: int = DEFAULT_POLL_WAIT_MS,
         fetch_max_records: int = DEFAULT_FETCH_RECORDS,
         max_records: int | None = None,
         stop_at_end: bool = False,
     ) -> AsyncIterator[Record]:
-        """Yield committed records as they arrive, from earliest, latest, an offset or a time.
+        """Yield committed records as they arrive, from a start position to a stop position.
 
-        Without a bound it follows the partition forever (a live tail). ``max_records`` ends
-        it after that many records; ``stop_at_end`` ends it at the partition's high watermark
-        as of this call, so a script reads what is there and finishes. ``fetch_max_records``
-        only sizes each fetch.
+        ``start``: ``"earliest"``, ``"latest"`` (the last committed record, inclusive),
+        ``"new-only"`` (records committed after this call), an offset, or a datetime (the
+        first record at or after it). ``stop``: an offset (inclusive), ``"latest"`` (the last
+        record committed at this call, so it ends even while more are published), or a
+        datetime (it ends before the first record stamped after it). Without a stop it
+        follows the partition forever (a live tail). ``max_records`` ends it after that many
+        records; ``stop_at_end`` is ``stop="latest"`` (both may be given: the first end wins).
+        ``fetch_max_records`` only sizes each fetch.
         """
+        start = check_start(start)
+        stop = check_stop(stop)
+        check_order(start, stop)
         if max_records is not None and max_records < 0:
             raise InvalidRequestError(f"max_records must be >= 0, got {max_records}")
         offset = await self.start_offset(stream, partition, start)
-        end = await self.start_offset(stream, partition, "latest") if stop_at_end else None
+        bounds = await self._stop_bounds(stream, partition, stop, stop_at_end)
         left = max_records
-        while _wants_more(offset, end, left):
-            limit = _fetch_limit(fetch_max_records, offset, end, left)
+        while _wants_more(offset, bounds.end, left):
+            limit = _fetch_limit(fetch_max_records, offset, bounds.end, left)
             try:
                 fetched = await self.fetch(
-                    stream, partition, offset, max_records=limit, wait_ms=poll_wait_ms
+                    stream,
+                    partition,
+                    offset,
+                    max_records=limit,
+                    wait_ms=poll_wait_ms,
+                    stop_timestamp_ms=bounds.timestamp_ms,
                 )
             except (NotLeaderError, UnavailableError):
                 await asyncio.sleep(poll_wait_ms / 1000)
@@ -491,24 +545,33 @@ class Client(AuthAdminMixin):
             if left is not None:
                 left -= len(fetched.records)
             offset = fetched.next_offset
+            if fetched.end_reached:
+                return
 
     async def start_offset(self, stream: str, partition: int, start: Start) -> int:
-        if isinstance(start, bool):
-            raise InvalidRequestError(f"invalid start {start!r}")
+        """The offset ``start`` means now (see ``subscribe``); an offset is taken as given."""
+        start = check_start(start)
         if isinstance(start, int):
             return start
         if isinstance(start, dt.datetime):
-            ts = int(start.timestamp() * 1000)
-            return _first_offset(
-                await self.fetch(stream, partition, timestamp_ms=ts, max_records=1)
+            fetched = await self.fetch(
+                stream, partition, timestamp_ms=start_timestamp_ms(start), max_records=1
             )
-        if start == "earliest":
-            return _first_offset(await self.fetch(stream, partition, None, max_records=1))
-        if start == "latest":
-            return (await self.fetch(stream, partition, None, max_records=1)).high_watermark
-        raise InvalidRequestError(
-            f"start must be 'earliest', 'latest', an offset or a datetime; got {start!r}"
-        )
+        else:
+            fetched = await self.fetch(stream, partition, start=start, max_records=1)
+        return _first_offset(fetched)
+
+    async def _stop_bounds(
+        self, stream: str, partition: int, stop: Stop | None, stop_at_end: bool
+    ) -> StopBounds:
+        """``stop`` as fetch bounds; the HW is read once, here, when ``"latest"`` needs it."""
+        hw = None
+        if stop == STOP_LATEST or stop_at_end:
+            hw = (await self.fetch(stream, partition, None, max_records=1)).high_watermark
+        bounds = stop_bounds(stop, hw)
+        if not stop_at_end:
+            return bounds
+        return StopBounds(earlier_end(bounds.end, hw), bounds.timestamp_ms)
 
     # ----------------------------------------------------------------- plumbing
 

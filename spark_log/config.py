@@ -58,6 +58,8 @@ DEFAULT_PENDING_BYTES_LIMIT = 512 * 1024 * 1024
 DEFAULT_MAX_FETCH_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_FETCH_RECORDS = 10_000
 DEFAULT_MAX_WAIT_MS = 30_000
+# Kafka's message.timestamp.after.max.ms default (1 h), applied both ways
+DEFAULT_MAX_TIMESTAMP_SKEW_MS = 60 * 60 * 1000
 
 LAKE_DIR_NAME = "lake"
 DEFAULT_LAKE_ENABLED = True
@@ -104,11 +106,17 @@ class IngestConfig:
     max_fetch_bytes: int = DEFAULT_MAX_FETCH_BYTES
     max_fetch_records: int = DEFAULT_MAX_FETCH_RECORDS
     max_wait_ms: int = DEFAULT_MAX_WAIT_MS
+    max_timestamp_skew_ms: int = DEFAULT_MAX_TIMESTAMP_SKEW_MS
+    """How far a ``Liftlog-Timestamp`` (streams with ``timestamp_type: create``) may lie
+    from the leader's clock, either way, before the record is refused (``invalid_timestamp``):
+    a producer with a wrong clock must not put records years into the past or future, where
+    retention and timestamp search would misplace them."""
 
     def __post_init__(self) -> None:
         _positive(self, "dedup_window_s", "dedup_max_ids", "max_batch_records")
         _positive(self, "max_batch_bytes", "pending_msgs_limit", "pending_bytes_limit")
         _positive(self, "max_fetch_bytes", "max_fetch_records", "max_wait_ms")
+        _positive(self, "max_timestamp_skew_ms")
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,29 @@ class StreamPausedError(LiftlogError):
     code = "stream_paused"
 
 
+class StreamReadOnlyError(LiftlogError):
+    """A publish to a read-only stream: nothing is stored, reads go on (Liftbridge's
+    ``SetStreamReadonly``). Distinct from ``stream_paused``: a read-only stream is still
+    served and described as live, it only refuses writes until it is set read-write."""
+
+    code = "stream_readonly"
+
+
+class InvalidTimestampError(LiftlogError):
+    """A ``Liftlog-Timestamp`` on a ``timestamp_type: create`` stream that is not a time in ms
+    or lies further from the leader's clock than ``ingest.max_timestamp_skew_ms`` (Kafka's
+    ``message.timestamp.before/after.max.ms``): nothing is stored."""
+
+    code = "invalid_timestamp"
+
+
+class ImmutableFieldError(LiftlogError):
+    """An alter tried to change what a stream cannot change in place (its name, subject,
+    replication factor, load balancing or encryption), or to remove partitions."""
+
+    code = "immutable_field"
+
+
 class OffsetOutOfRangeError(LiftlogError):
     """A fetch asked for an offset below the log start or above the high watermark."""
 

@@ -12,14 +12,20 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from spark_log.errors import ConfigError, InvalidRequestError
+from spark_log.errors import ConfigError, ImmutableFieldError, InvalidRequestError
 from spark_log.typed_config import from_mapping
 
 AckPolicy = Literal["none", "leader", "all"]
 ACK_POLICIES: tuple[str, ...] = ("none", "leader", "all")
+# Kafka's message.timestamp.type: LogAppendTime (the leader's clock) or CreateTime (the
+# producer's ``Liftlog-Timestamp`` header, within the node's ingest.max_timestamp_skew_ms)
+TimestampType = Literal["log_append", "create"]
+TIMESTAMP_TYPES: tuple[str, ...] = ("log_append", "create")
+DEFAULT_TIMESTAMP_TYPE: TimestampType = "log_append"
 
 DEFAULT_PARTITIONS = 1
 DEFAULT_REPLICATION_FACTOR = 1
@@ -43,6 +49,30 @@ _BOUNDED_INTS = (
 # Kafka's delete.retention.ms default: a tombstone stays readable for a day after it could be
 # compacted away, so a consumer that is less than a day behind still sees the delete.
 DEFAULT_DELETE_RETENTION_MS = 24 * 60 * 60 * 1000
+
+# What ``PATCH /v1/streams/{stream}`` may change: settings every node applies to the logs it
+# already holds, and the partition count (grow only). Everything else fixes where records go or
+# how they are stored.
+ALTERABLE_FIELDS: tuple[str, ...] = (
+    "partitions",
+    "min_isr",
+    "ack_policy",
+    "retention_ms",
+    "retention_bytes",
+    "retention_messages",
+    "max_record_bytes",
+    "compaction",
+    "compaction_interval_s",
+    "delete_retention_ms",
+    "timestamp_type",
+)
+IMMUTABLE_FIELD_REASONS: dict[str, str] = {
+    "name": "a stream cannot be renamed",
+    "subject": "create another stream on the new subject",
+    "replication_factor": "move replicas with `liftlog stream reassign` instead",
+    "load_balance": "it decides which subject each partition listens on",
+    "encryption": "records already stored keep the form they were written in",
+}
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TOKEN_RE = re.compile(r"^[^\s.*>]+$")
@@ -75,6 +105,10 @@ class StreamSpec:
     """Encryption at rest: values are stored AES-GCM encrypted under a per-partition data key
     (keys, headers, timestamps and subjects stay clear; docs/security.md). Needs a master key
     on every node."""
+    timestamp_type: TimestampType = DEFAULT_TIMESTAMP_TYPE
+    """``log_append``: a record's timestamp is the leader's append time. ``create``: the
+    producer's ``Liftlog-Timestamp`` header (ms) when present, refused outside the node's
+    ``ingest.max_timestamp_skew_ms`` of the leader's clock; append time without it."""
 
     def __post_init__(self) -> None:
         validate_stream_name(self.name)
@@ -119,7 +153,12 @@ class StreamSpec:
         return f"liftlog.{self.name}" if self.load_balance else None
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """``timestamp_type`` is written only when it is not the default, so a spec that
+        does not use it reads the same as before the field existed (on every node)."""
+        data = dataclasses.asdict(self)
+        if self.timestamp_type == DEFAULT_TIMESTAMP_TYPE:
+            del data["timestamp_type"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StreamSpec:
@@ -129,6 +168,37 @@ class StreamSpec:
             raise
         except ConfigError as exc:
             raise InvalidRequestError(str(exc)) from exc
+
+
+def altered_spec(spec: StreamSpec, changes: Mapping[str, Any]) -> StreamSpec:
+    """``spec`` with ``changes`` applied, validated by the same rules as a create.
+
+    A field given with the value it already has is no change (so a client may send back what
+    describe showed); an immutable field with another value is ImmutableFieldError naming it;
+    a field that is not in the spec at all is InvalidRequestError. ``null`` clears an optional
+    limit (``"retention_ms": null``) or restores a default (``"min_isr": null``).
+    """
+    current = dataclasses.asdict(spec)
+    unknown = sorted(set(changes) - set(current))
+    if unknown:
+        raise InvalidRequestError(f"unknown stream field(s): {', '.join(unknown)}")
+    for name in changes:
+        if name in IMMUTABLE_FIELD_REASONS and changes[name] != current[name]:
+            raise ImmutableFieldError(
+                f'"{name}" cannot be altered ({IMMUTABLE_FIELD_REASONS[name]}); '
+                f"stream {spec.name!r} has {current[name]!r}"
+            )
+    _refuse_shrink(spec, changes.get("partitions"))
+    return StreamSpec.from_json({**current, **changes})
+
+
+def _refuse_shrink(spec: StreamSpec, partitions: Any) -> None:
+    """Partitions may only grow (Kafka's rule): removing one would drop its records."""
+    if isinstance(partitions, int) and partitions < spec.partitions:
+        raise ImmutableFieldError(
+            f'"partitions" can only grow: stream {spec.name!r} has {spec.partitions}, '
+            f"{partitions} would drop the records of the partitions removed"
+        )
 
 
 def _validate_compaction(spec: StreamSpec) -> None:

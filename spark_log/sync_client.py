@@ -22,11 +22,11 @@ from spark_log.client import (
     DEFAULT_FETCH_RECORDS,
     DEFAULT_POLL_WAIT_MS,
     Client,
-    Start,
 )
 from spark_log.credentials import ClientCredentials, rest_credentials
 from spark_log.log import Record
 from spark_log.loop_thread import LoopThread
+from spark_log.positions import Start, Stop, check_order, check_start, check_stop
 from spark_log.publish_retry import DEFAULT_DELIVERY_TIMEOUT_S
 from spark_log.rest import DEFAULT_SERVER
 
@@ -99,11 +99,16 @@ class SyncClient:
         """Create a stream (``options`` as ``Client.create_stream``)."""
         return self._loop.run(self._client.create_stream(name, subject, **options))
 
+    def alter_stream(self, name: str, **changes: Any) -> StreamDescription:
+        """Change alterable spec fields (``changes`` as ``Client.alter_stream``)."""
+        return self._loop.run(self._client.alter_stream(name, **changes))
+
     delete_stream = _blocking(Client.delete_stream)
     list_streams = _blocking(Client.list_streams)
     describe_stream = _blocking(Client.describe_stream)
     pause_stream = _blocking(Client.pause_stream)
     resume_stream = _blocking(Client.resume_stream)
+    set_read_only = _blocking(Client.set_read_only)
     flush_stream = _blocking(Client.flush_stream)
     reassign = _blocking(Client.reassign)
     reassignment_status = _blocking(Client.reassignment_status)
@@ -155,17 +160,21 @@ class SyncClient:
         partition: int = 0,
         start: Start = "earliest",
         *,
+        stop: Stop | None = None,
         poll_wait_ms: int = DEFAULT_POLL_WAIT_MS,
         fetch_max_records: int = DEFAULT_FETCH_RECORDS,
         max_records: int | None = None,
         stop_at_end: bool = False,
     ) -> Iterator[Record]:
-        """A plain iterator of committed records (see ``Client.subscribe`` for the bounds);
-        without ``max_records`` or ``stop_at_end`` it follows the partition until closed."""
+        """A plain iterator of committed records (see ``Client.subscribe`` for the start and
+        stop positions); without a stop, ``max_records`` or ``stop_at_end`` it follows the
+        partition until closed. Bad positions raise here, not at the first record."""
+        check_order(check_start(start), check_stop(stop))
         records = self._client.subscribe(
             stream,
             partition,
             start,
+            stop=stop,
             poll_wait_ms=poll_wait_ms,
             fetch_max_records=fetch_max_records,
             max_records=max_records,

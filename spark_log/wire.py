@@ -18,6 +18,8 @@ HEADER_MSG_ID = "Nats-Msg-Id"
 HEADER_EXPECTED_OFFSET = "Liftlog-Expected-Offset"
 HEADER_BATCH = "Liftlog-Batch"
 HEADER_BATCH_COUNT = "Liftlog-Batch-Count"
+# a record's create time (ms since the epoch) on a stream with timestamp_type "create"
+HEADER_TIMESTAMP = "Liftlog-Timestamp"
 BATCH_FORMAT_ARROW = "arrow"
 
 ARROW_STREAM_MEDIA_TYPE = "application/vnd.apache.arrow.stream"

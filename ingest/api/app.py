@@ -23,14 +23,24 @@ from ingest.api.models import (
     Decommission,
     PublishBody,
     ReassignPlan,
+    StreamAlter,
     StreamCreate,
 )
 from ingest.api.strict_params import refuse_unknown_params
+from ingest.fetch_positions import (
+    START_PATTERN,
+    FetchLimits,
+    Stop,
+    check_start_choice,
+    fetch_until_stop,
+    named_start_offset,
+)
 from ingest.produce_request import (
     ProduceAck,
     ProduceRequest,
     ack_policy_or_default,
     check_record_size,
+    create_timestamp,
     decode_arrow_stream,
     local_request,
     normalize_batch_table,
@@ -199,6 +209,24 @@ def _stream_routes(app: FastAPI, node: IngestNode) -> None:
     async def resume_stream(stream: str) -> StreamDescription:
         return await admin.set_paused(node, stream, False)
 
+    @app.patch("/v1/streams/{stream}", tags=["streams"], response_model=StreamDescription)
+    async def alter_stream(stream: str, body: StreamAlter) -> StreamDescription:
+        """Change retention, default ack policy, min ISR, max record size or compaction
+        settings; only the fields sent change. Every node applies them without a restart.
+        Immutable fields with another value: 409 ``immutable_field``."""
+        return await admin.alter_stream(node, stream, body.model_dump(exclude_unset=True))
+
+    @app.post("/v1/streams/{stream}/readonly", tags=["streams"], response_model=StreamDescription)
+    async def set_stream_read_only(stream: str) -> StreamDescription:
+        """Refuse every publish with ``stream_readonly`` (nothing is stored); fetches and
+        subscriptions go on."""
+        return await admin.set_read_only(node, stream, True)
+
+    @app.post("/v1/streams/{stream}/readwrite", tags=["streams"], response_model=StreamDescription)
+    async def set_stream_read_write(stream: str) -> StreamDescription:
+        """Accept publishes again after ``readonly``."""
+        return await admin.set_read_only(node, stream, False)
+
     @app.post("/v1/streams/{stream}/flush", tags=["streams"], response_model=FlushResult)
     async def flush_stream(stream: str) -> FlushResult:
         """Seal (roll the active segment), fsync and export to the lake every partition of
@@ -236,6 +264,24 @@ def _record_routes(app: FastAPI, node: IngestNode) -> None:
         timestamp: Annotated[
             int | None, Query(ge=-(2**63), le=2**63 - 1, description="ms since epoch")
         ] = None,
+        start: Annotated[
+            str | None,
+            Query(
+                pattern=START_PATTERN,
+                description="earliest | latest (the last committed record) | new-only (the HW)",
+            ),
+        ] = None,
+        stop_offset: Annotated[
+            int | None, Query(ge=0, description="the last offset to return (inclusive)")
+        ] = None,
+        stop_timestamp: Annotated[
+            int | None,
+            Query(
+                ge=-(2**63),
+                le=2**63 - 1,
+                description="ms since epoch: end before the first record stamped after it",
+            ),
+        ] = None,
         max_records: Annotated[int, Query(ge=1)] = 1000,
         max_bytes: Annotated[int, Query(ge=1)] = 1024 * 1024,
         wait_ms: Annotated[int, Query(ge=0)] = 0,
@@ -244,9 +290,10 @@ def _record_routes(app: FastAPI, node: IngestNode) -> None:
             bool, Query(description="serve from this broker's replica even if it is a follower")
         ] = False,
     ) -> Response:
-        """Committed records (below the high watermark) from an offset or a timestamp."""
-        if offset is not None and timestamp is not None:
-            raise InvalidRequestError("give offset or timestamp, not both")
+        """Committed records (below the high watermark) from an offset, a timestamp or a named
+        start, up to an optional stop; ``end_reached`` (JSON) or the ``Liftlog-End-Reached``
+        header (Arrow) says the stop was reached."""
+        check_start_choice(offset, timestamp, start)
         replica = node.replicas.replica(stream, partition)
         if not from_follower and not replica.is_leader:
             raise NotLeaderError(
@@ -256,17 +303,20 @@ def _record_routes(app: FastAPI, node: IngestNode) -> None:
         limits = node.config.ingest
         if timestamp is not None:
             offset = await replica.offset_for_timestamp(timestamp)
+        elif start is not None:
+            offset = named_start_offset(replica.log, start)
         elif offset is None:
             offset = replica.log.log_start_offset
         arrow = ARROW_STREAM_MEDIA_TYPE in request.headers.get("accept", "")
-        result = await replica.fetch(
-            offset,
+        bounds = FetchLimits(
             min(max_records, limits.max_fetch_records),
             min(max_bytes, limits.max_fetch_bytes),
             min(wait_ms, limits.max_wait_ms),
-            arrow=arrow,
         )
-        headers = {"Liftlog-High-Watermark": str(result.high_watermark)}
+        result = await fetch_until_stop(
+            replica, offset, Stop(stop_offset, stop_timestamp), bounds, arrow=arrow
+        )
+        headers = result.headers()
         if arrow:
             return Response(
                 encode_fetch_table(result.table),
@@ -277,7 +327,8 @@ def _record_routes(app: FastAPI, node: IngestNode) -> None:
             [record_json(r, encoding) for r in result.records],
             high_watermark=result.high_watermark,
             log_start_offset=result.log_start_offset,
-            next_offset=result.records[-1].offset + 1 if result.records else offset,
+            next_offset=result.next_offset,
+            end_reached=result.end_reached,
         )
         # dicts straight to JSON: no model per record on this hot path (FetchResponse stays
         # the documented response model; a contract test keeps the two shapes equal)
@@ -380,7 +431,12 @@ def record_json(record: Record, encoding: str) -> dict[str, Any]:
 
 
 def fetch_response_json(
-    records: list[dict[str, Any]], *, high_watermark: int, log_start_offset: int, next_offset: int
+    records: list[dict[str, Any]],
+    *,
+    high_watermark: int,
+    log_start_offset: int,
+    next_offset: int,
+    end_reached: bool = False,
 ) -> dict[str, Any]:
     """A JSON fetch answer with ``FetchResponse``'s fields, built directly."""
     return {
@@ -388,6 +444,7 @@ def fetch_response_json(
         "high_watermark": high_watermark,
         "log_start_offset": log_start_offset,
         "next_offset": next_offset,
+        "end_reached": end_reached,
     }
 
 
@@ -432,7 +489,9 @@ def _json_request(
     headers = dict(record.headers or {})
     if key is not None:
         headers.setdefault(HEADER_KEY, key.decode("utf-8", "replace"))
-    return local_request(subject, policy, key=key, value=value, headers=headers or None)
+    req = local_request(subject, policy, key=key, value=value, headers=headers or None)
+    req.timestamp_ms = create_timestamp(headers, spec)  # a record's Liftlog-Timestamp header
+    return req
 
 
 async def _read_body(request: Request, max_bytes: int) -> bytes:

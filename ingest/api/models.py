@@ -12,6 +12,7 @@ from spark_log.stream_spec import (
     DEFAULT_MAX_RECORD_BYTES,
     DEFAULT_PARTITIONS,
     DEFAULT_REPLICATION_FACTOR,
+    DEFAULT_TIMESTAMP_TYPE,
 )
 
 
@@ -47,6 +48,11 @@ class StreamCreate(_Strict):
         description="Encrypt values at rest (needs a master key on every node; "
         "refused with encryption_unavailable otherwise)",
     )
+    timestamp_type: Literal["log_append", "create"] = Field(
+        DEFAULT_TIMESTAMP_TYPE,
+        description="log_append: the leader's append time; create: the producer's "
+        "Liftlog-Timestamp header (ms), within the nodes' ingest.max_timestamp_skew_ms",
+    )
 
 
 class PublishRecord(_Strict):
@@ -79,3 +85,29 @@ class ReassignPlan(_Strict):
 class Decommission(_Strict):
     broker_id: int = Field(ge=0)
     dry_run: bool = Field(False, description="Only show the plan")
+
+
+class StreamAlter(_Strict):
+    """``PATCH /v1/streams/{stream}``: only the fields sent change (``null`` clears an
+    optional limit or restores a default). ``partitions`` may only grow. The immutable fields
+    are accepted only with the stream's current value (a client may send back what describe
+    showed); another value, or fewer partitions, is 409 ``immutable_field``."""
+
+    min_isr: int | None = Field(None, ge=1, description="1..replication_factor; null: majority")
+    ack_policy: Literal["none", "leader", "all"] | None = None
+    retention_ms: int | None = Field(None, gt=0)
+    retention_bytes: int | None = Field(None, gt=0)
+    retention_messages: int | None = Field(None, gt=0)
+    max_record_bytes: int | None = Field(None, gt=0)
+    compaction: bool | None = None
+    compaction_interval_s: float | None = Field(None, gt=0)
+    delete_retention_ms: int | None = Field(None, ge=0)
+    timestamp_type: Literal["log_append", "create"] | None = None
+    name: str | None = Field(None, description="immutable")
+    subject: str | None = Field(None, description="immutable")
+    partitions: int | None = Field(
+        None, ge=1, description="grow only: new partitions get leaders and start empty"
+    )
+    replication_factor: int | None = Field(None, description="immutable: use reassign")
+    load_balance: bool | None = Field(None, description="immutable")
+    encryption: bool | None = Field(None, description="immutable")

@@ -36,7 +36,7 @@ def print_stream_list(streams: Iterable[StreamSummary]) -> None:
             s.subject,
             s.partitions,
             s.replication_factor,
-            "paused" if s.paused else "active",
+            _state(s),
         ]
         for s in streams
     ]
@@ -47,7 +47,7 @@ def print_describe(body: StreamDescription) -> None:
     """The stream's line, its lake table, compaction, then one row per partition: LOG START
     (first offset in the local log) beside LAKE (first offset not yet in the lake) shows
     where reads switch from the lake to the nodes."""
-    state = "paused" if body.paused else "active"
+    state = _state(body)
     print(
         f"{body.name}  subject={body.subject}  partitions={len(body.partitions)}  "
         f"rf={body.replication_factor}  ack_policy={body.ack_policy}  {state}"
@@ -56,6 +56,8 @@ def print_describe(body: StreamDescription) -> None:
     print(compaction_line(body))
     if body.encryption:
         print("encryption: on (values encrypted at rest)")
+    if body.timestamp_type == "create":
+        print("timestamps: create time (the producer's Liftlog-Timestamp header)")
     print_table(DESCRIBE_HEADERS, [_partition_row(p) for p in body.partitions])
 
 
@@ -83,6 +85,14 @@ def _partition_row(p: PartitionState) -> list[Any]:
         num(p.lake_offset),
         "OFFLINE" if p.offline else "",
     ]
+
+
+def _state(stream: StreamSummary | StreamDescription) -> str:
+    """``active``, ``paused``, ``read-only`` or ``paused,read-only``."""
+    words = ["paused"] if stream.paused else []
+    if stream.read_only:
+        words.append("read-only")
+    return ",".join(words) or "active"
 
 
 def compaction_line(body: StreamDescription) -> str:

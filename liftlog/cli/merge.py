@@ -5,7 +5,9 @@ Catching up: records up to each partition's high watermark as of the start are m
 records committed meanwhile are not waited for (``tail`` ends; ``tail -f`` follows them).
 Following: every partition long-polls at once and records are yielded as they arrive (time
 order across partitions cannot be known before the later records exist). Both read each
-partition through ``Client.subscribe``, which owns the fetch and its retries.
+partition through ``Client.subscribe``, which owns the fetch and its retries, and take an
+optional stop position: a partition that reaches it is done, and following ends once every
+partition is.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import heapq
 from collections.abc import AsyncIterator
 from typing import Any
 
-from spark_log.errors import UnavailableError
+from spark_log.positions import Stop
 
 TAIL_PAGE_RECORDS = 1000
 FOLLOW_WAIT_MS = 1000
@@ -24,19 +26,23 @@ FOLLOW_QUEUE_RECORDS = 10_000
 Item = tuple[int, Any]  # (partition, record)
 
 
-async def merged_records(client: Any, stream: str, offsets: dict[int, int]) -> AsyncIterator[Item]:
+async def merged_records(
+    client: Any, stream: str, offsets: dict[int, int], stop: Stop | None = None
+) -> AsyncIterator[Item]:
     """Committed records from ``offsets`` (partition → first offset) up to each partition's
-    high watermark taken at the start, merged by timestamp; ``offsets`` is advanced past every
-    record yielded. Ends even while writes continue."""
+    high watermark taken at the start (or ``stop``, if earlier), merged by timestamp;
+    ``offsets`` is advanced past every record yielded. Ends even while writes continue."""
     readers = {
         partition: client.subscribe(
             stream,
             partition,
             offsets[partition],
+            stop=stop,
             fetch_max_records=TAIL_PAGE_RECORDS,
             stop_at_end=True,
         )
         for partition in offsets
+        if not past_stop(offsets[partition], stop)
     }
     try:
         heap: list[tuple[int, int, int, Any]] = []
@@ -58,16 +64,28 @@ async def merged_records(client: Any, stream: str, offsets: dict[int, int]) -> A
 
 
 async def follow_partitions(
-    client: Any, stream: str, offsets: dict[int, int], limit: int | None
+    client: Any,
+    stream: str,
+    offsets: dict[int, int],
+    limit: int | None,
+    stop: Stop | None = None,
 ) -> AsyncIterator[Item]:
     """New records of every partition as they are committed, ``limit`` in total (None: no
-    limit); one long-polling task per partition feeds a bounded queue."""
+    limit), until every partition reaches ``stop`` (None: forever); one long-polling task
+    per partition feeds a bounded queue."""
     queue: asyncio.Queue[Item] = asyncio.Queue(FOLLOW_QUEUE_RECORDS)
-    tasks = [asyncio.create_task(_poll(client, stream, p, offsets[p], queue)) for p in offsets]
+    tasks = [
+        asyncio.create_task(_poll(client, stream, p, offsets[p], queue, stop))
+        for p in offsets
+        if not past_stop(offsets[p], stop)
+    ]
     try:
         yielded = 0
         while limit is None or yielded < limit:
-            yield await _next(queue, tasks)
+            item = await _next(queue, tasks)
+            if item is None:
+                return
+            yield item
             yielded += 1
     finally:
         for task in tasks:
@@ -75,25 +93,38 @@ async def follow_partitions(
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _next(queue: asyncio.Queue[Item], tasks: list[asyncio.Task[None]]) -> Item:
-    """The next record, or the error of a poller that failed (a deleted stream)."""
-    getter = asyncio.ensure_future(queue.get())
-    done, _ = await asyncio.wait([getter, *tasks], return_when=asyncio.FIRST_COMPLETED)
-    if getter in done:
-        return getter.result()
-    getter.cancel()
-    for task in done:
-        task.result()  # raises the poller's error
-    raise UnavailableError(f"a poller of {len(tasks)} partition(s) stopped")  # unreachable
+async def _next(queue: asyncio.Queue[Item], tasks: list[asyncio.Task[None]]) -> Item | None:
+    """The next record; None once every poller has finished (each partition reached its
+    stop) and nothing is left queued; the error of a poller that failed (a deleted stream)."""
+    while True:
+        if not queue.empty():
+            return queue.get_nowait()
+        for task in tasks:
+            if task.done():
+                task.result()  # raises the poller's error
+        running = [task for task in tasks if not task.done()]
+        if not running:
+            return None
+        getter = asyncio.ensure_future(queue.get())
+        done, _ = await asyncio.wait([getter, *running], return_when=asyncio.FIRST_COMPLETED)
+        if getter in done:
+            return getter.result()
+        getter.cancel()
 
 
 async def _poll(
-    client: Any, stream: str, partition: int, offset: int, queue: asyncio.Queue[Item]
+    client: Any,
+    stream: str,
+    partition: int,
+    offset: int,
+    queue: asyncio.Queue[Item],
+    stop: Stop | None,
 ) -> None:
     records = client.subscribe(
         stream,
         partition,
         offset,
+        stop=stop,
         poll_wait_ms=FOLLOW_WAIT_MS,
         fetch_max_records=TAIL_PAGE_RECORDS,
     )
@@ -102,6 +133,12 @@ async def _poll(
             await queue.put((partition, record))
     finally:
         await records.aclose()
+
+
+def past_stop(offset: int, stop: Stop | None) -> bool:
+    """Whether a partition read from ``offset`` is already past an offset stop (its
+    subscription would have nothing to read; ``Client.subscribe`` refuses it as a mistake)."""
+    return isinstance(stop, int) and offset > stop
 
 
 async def _next_or_none(records: AsyncIterator[Any]) -> Any | None:

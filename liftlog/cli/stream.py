@@ -1,8 +1,9 @@
-"""``liftlog stream ...``: create, list, describe, alter-free admin actions over REST."""
+"""``liftlog stream ...``: create, list, describe, alter and the other admin actions over REST."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -19,10 +20,12 @@ from spark_log.api_models import (
 )
 from spark_log.stream_spec import (
     ACK_POLICIES,
+    ALTERABLE_FIELDS,
     DEFAULT_DELETE_RETENTION_MS,
     DEFAULT_MAX_RECORD_BYTES,
     DEFAULT_PARTITIONS,
     DEFAULT_REPLICATION_FACTOR,
+    TIMESTAMP_TYPES,
 )
 
 # A flush waits for the lake export on every leader (the node's lake.flush_timeout_s, 60 s by
@@ -38,14 +41,19 @@ OPTIONAL_SPEC_FIELDS = (
     "max_record_bytes",
     "compaction_interval_s",
     "delete_retention_ms",
+    "timestamp_type",
 )
 
 
 def add_stream_parser(sub: Any) -> argparse.ArgumentParser:
     """Returns the ``stream create`` parser: its flags name the stream spec's fields."""
-    p = sub.add_parser("stream", help="create, list, describe, delete, pause, resume, flush")
+    p = sub.add_parser(
+        "stream",
+        help="create, list, describe, alter, delete, pause, resume, readonly, readwrite, flush",
+    )
     ssub = p.add_subparsers(title="stream commands", metavar="COMMAND")
     create = _create_parser(ssub)
+    _alter_parser(ssub)
     _unclean_parser(ssub)
     _preferred_parser(ssub)
     _reassign_parser(ssub)
@@ -58,6 +66,12 @@ def add_stream_parser(sub: Any) -> argparse.ArgumentParser:
         ("delete", _stream_delete, "delete a stream and its data"),
         ("pause", _stream_action("pause"), "stop recording (records stay readable)"),
         ("resume", _stream_action("resume"), "start recording again"),
+        (
+            "readonly",
+            _stream_action("readonly"),
+            "refuse every publish with stream_readonly (reads go on)",
+        ),
+        ("readwrite", _stream_action("readwrite"), "accept publishes again after readonly"),
         ("flush", _stream_flush, "seal, fsync and export to the lake now; prints lake offsets"),
     ):
         sp = ssub.add_parser(name, help=helptext)
@@ -127,6 +141,12 @@ def _create_parser(ssub: Any) -> argparse.ArgumentParser:
         help=f"how long tombstones survive compaction (default: {DEFAULT_DELETE_RETENTION_MS})",
     )
     create.add_argument(
+        "--timestamp-type",
+        choices=TIMESTAMP_TYPES,
+        help="record timestamps: the leader's append time, or the producer's "
+        "Liftlog-Timestamp header (default: log_append)",
+    )
+    create.add_argument(
         "--encryption",
         action="store_true",
         help="encrypt values at rest (needs a master key on every node; default: off)",
@@ -134,6 +154,84 @@ def _create_parser(ssub: Any) -> argparse.ArgumentParser:
     add_server_arg(create)
     create.set_defaults(run=_stream_create)
     return create
+
+
+def _alter_parser(ssub: Any) -> None:
+    """Only the flags given are sent (default of each: unchanged); ``none`` clears a limit
+    (or restores the default)."""
+    alter = ssub.add_parser(
+        "alter",
+        help="grow partitions, change retention, ack policy, min ISR, max record size, "
+        "compaction or timestamp type, live; "
+        "every flag defaults to unchanged",
+    )
+    alter.add_argument("name", help="the stream")
+    option = functools.partial(alter.add_argument, default=argparse.SUPPRESS)  # absent: unsent
+    option(
+        "--partitions",
+        type=int,
+        help="grow to this many partitions (never fewer; default: unchanged)",
+    )
+    option(
+        "--min-isr",
+        type=_int_or_none,
+        help="in-sync replicas acks=all needs (none: majority; default: unchanged)",
+    )
+    option("--ack-policy", choices=ACK_POLICIES, help="default ack policy (default: unchanged)")
+    for field, what in (
+        ("retention-ms", "keep records this long"),
+        ("retention-bytes", "keep at most this many bytes"),
+        ("retention-messages", "keep at most this many records"),
+    ):
+        option(f"--{field}", type=_int_or_none, help=f"{what} (none: no limit; default: unchanged)")
+    option("--max-record-bytes", type=int, help="largest record accepted (default: unchanged)")
+    option(
+        "--compaction",
+        action=argparse.BooleanOptionalAction,
+        help="keep the latest record per key in the lake (--no-compaction: off; "
+        "default: unchanged)",
+    )
+    option(
+        "--compaction-interval-s",
+        type=_float_or_none,
+        help="how often `liftlog compact --watch` compacts (none: on demand only; "
+        "default: unchanged)",
+    )
+    option(
+        "--delete-retention-ms",
+        type=int,
+        help="how long tombstones survive compaction (default: unchanged)",
+    )
+    option(
+        "--timestamp-type",
+        choices=TIMESTAMP_TYPES,
+        help="log_append or create (the Liftlog-Timestamp header; default: unchanged)",
+    )
+    add_json_arg(alter, "the server's answer")
+    add_server_arg(alter)
+    alter.set_defaults(run=_stream_alter)
+
+
+def _int_or_none(text: str) -> int | None:
+    return None if text.lower() == "none" else int(text)
+
+
+def _float_or_none(text: str) -> float | None:
+    return None if text.lower() == "none" else float(text)
+
+
+def _stream_alter(args: argparse.Namespace) -> int:
+    changes = {k: v for k, v in vars(args).items() if k in ALTERABLE_FIELDS}
+    if not changes:
+        raise SystemExit("alter: give at least one setting to change (see --help)")
+    response = rest(args).request("PATCH", f"/v1/streams/{args.name}", json_body=changes)
+    body = StreamDescription.from_json(response.json())
+    if args.json:
+        print(json.dumps(body.to_json(), indent=2))
+    else:
+        settings = ", ".join(f"{k}={getattr(body, k)!r}" for k in sorted(changes))
+        print(f"stream {args.name} altered: {settings}")
+    return 0
 
 
 def _unclean_parser(ssub: Any) -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from liftlog.cli.common import add_server_arg, credentials
 from liftlog.cli.merge import follow_partitions, merged_records
 from spark_log.errors import InvalidRequestError
+from spark_log.positions import START_NAMES, STOP_LATEST, Start, Stop, check_order
 
 if TYPE_CHECKING:
     from spark_log.client import Client
@@ -36,8 +37,15 @@ def add_tail_parser(sub: Any) -> None:
         "--from",
         dest="start",
         default=DEFAULT_TAIL_START,
-        help=f"earliest | latest | OFFSET | ISO-8601 time, per partition "
-        f"(default: {DEFAULT_TAIL_START})",
+        help="earliest | latest (the last committed record) | new-only (records committed "
+        f"from now on) | OFFSET | ISO-8601 time, per partition (default: {DEFAULT_TAIL_START})",
+    )
+    p.add_argument(
+        "--until",
+        dest="stop",
+        help="OFFSET (inclusive) | latest (the last record committed now) | ISO-8601 time "
+        "(before the first record stamped after it), per partition: wait for records up to "
+        "it on every partition, then exit 0 (default: no stop)",
     )
     p.add_argument(
         "-f",
@@ -55,42 +63,73 @@ def add_tail_parser(sub: Any) -> None:
 
 def _tail(args: argparse.Namespace) -> int:
     start = parse_start(args.start)
+    stop = parse_stop(args.stop) if args.stop is not None else None
+    check_order(start, stop)
     try:
-        return asyncio.run(_tail_async(args, start))
+        return asyncio.run(_tail_async(args, start, stop))
     except BrokenPipeError:  # `liftlog tail ... | head`
         return 0
 
 
-def parse_start(text: str) -> str | int | dt.datetime:
-    if text in ("earliest", "latest"):
-        return text
+def parse_start(text: str) -> Start:
+    """``--from``: a start name, an offset or an ISO-8601 time (UTC when it names no zone)."""
+    for name in START_NAMES:
+        if text == name:
+            return name
+    position = _offset_or_time(text)
+    if position is None:
+        raise InvalidRequestError(
+            f"--from wants {', '.join(START_NAMES)}, an offset or an ISO-8601 time, got {text!r}"
+        )
+    return position
+
+
+def parse_stop(text: str) -> Stop:
+    """``--until``: latest, an offset or an ISO-8601 time (UTC when it names no zone)."""
+    if text == STOP_LATEST:
+        return STOP_LATEST
+    position = _offset_or_time(text)
+    if position is None:
+        raise InvalidRequestError(
+            f"--until wants latest, an offset or an ISO-8601 time, got {text!r}"
+        )
+    return position
+
+
+def _offset_or_time(text: str) -> int | dt.datetime | None:
     if text.isdigit():
         return int(text)
     try:
         when = dt.datetime.fromisoformat(text)
     except ValueError:
-        raise InvalidRequestError(
-            f"--from wants earliest, latest, an offset or an ISO-8601 time, got {text!r}"
-        ) from None
+        return None
     return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
 
 
-async def _tail_async(args: argparse.Namespace, start: str | int | dt.datetime) -> int:
+def follows(follow: bool, stop: Stop | None) -> bool:
+    """Whether tail waits for new records after catching up: with ``-f``, or until a stop
+    that lies ahead (``--until latest`` is the end of the catch-up itself)."""
+    if stop == STOP_LATEST:
+        return False
+    return follow or stop is not None
+
+
+async def _tail_async(args: argparse.Namespace, start: Start, stop: Stop | None) -> int:
     from spark_log.client import Client
 
     async with Client(args.server, credentials=credentials(args)) as client:
         partitions = await _partitions(client, args.stream, args.partition)
         offsets = {p: await client.start_offset(args.stream, p, start) for p in partitions}
         printed = 0
-        async for partition, record in merged_records(client, args.stream, offsets):
+        async for partition, record in merged_records(client, args.stream, offsets, stop):
             if args.max is not None and printed >= args.max:
                 return 0
             print_record(partition, record, args.json)
             printed += 1
-        if args.follow and (args.max is None or printed < args.max):
+        if follows(args.follow, stop) and (args.max is None or printed < args.max):
             remaining = None if args.max is None else args.max - printed
             async for partition, record in follow_partitions(
-                client, args.stream, offsets, remaining
+                client, args.stream, offsets, remaining, stop
             ):
                 print_record(partition, record, args.json)
     return 0

@@ -65,13 +65,19 @@ def _admin_headers() -> dict[str, str]:
 
 
 def _ensure_streams(api_url: str, headers: dict[str, str]) -> None:
-    """The streams cases aim at exist again (a DELETE case may have removed one); resumed."""
+    """The streams cases aim at exist again (a DELETE case may have removed one), with their
+    spec (an alter case may have changed it: such a stream is created afresh), resumed and
+    writable."""
     with httpx.Client(base_url=api_url, headers=headers, timeout=30) as client:
         for name, partitions in STREAMS.items():
             body = {"name": name, "subject": f"{name}.in", "partitions": partitions}
             created = client.post("/v1/streams", json=body)
+            if created.status_code == 409:
+                client.delete(f"/v1/streams/{name}")
+                created = client.post("/v1/streams", json=body)
             assert created.status_code in (200, 201), created.text
             client.post(f"/v1/streams/{name}/resume")
+            client.post(f"/v1/streams/{name}/readwrite")
             if created.status_code == 201:
                 records = {"records": [{"key": "k", "value": "v"}] * 3}
                 published = client.post(

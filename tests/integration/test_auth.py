@@ -191,6 +191,10 @@ def _calls(principal: str) -> list[Call]:
         Call("GET", "/v1/streams/{stream}/partitions/{partition}", f"{s}/partitions/0", 200),
         Call("POST", "/v1/streams/{stream}/pause", f"{s}/pause", 200),
         Call("POST", "/v1/streams/{stream}/resume", f"{s}/resume", 200),
+        Call("PATCH", "/v1/streams/{stream}", s, 200, {"retention_ms": None}),
+        # readwrite right after readonly: the publishes of the next principal still go in
+        Call("POST", "/v1/streams/{stream}/readonly", f"{s}/readonly", 200),
+        Call("POST", "/v1/streams/{stream}/readwrite", f"{s}/readwrite", 200),
         Call("POST", "/v1/streams/{stream}/flush", f"{s}/flush", 200),
         Call(
             "POST",

@@ -1,4 +1,5 @@
-"""spark_log.Client on a real node: subscribe from earliest/latest/offset/time, admin calls."""
+"""spark_log.Client on a real node: subscribe from earliest/latest/new-only/offset/time, admin
+calls."""
 
 from __future__ import annotations
 
@@ -67,7 +68,10 @@ async def test_subscribe_from_every_start(node, stream_name):
         by_time = await _take(client, stream_name, boundary, 1)
         assert by_time[0].value == b"new-0"
 
-        latest_task = asyncio.create_task(_take(client, stream_name, "latest", 2))
+        by_latest = await _take(client, stream_name, "latest", 1)
+        assert [(r.offset, r.value) for r in by_latest] == [(9, b"new-4")]  # the last, inclusive
+
+        latest_task = asyncio.create_task(_take(client, stream_name, "new-only", 2))
         # records published after the subscription started are the only ones it sees
         ack = await client.publish(stream_name, "live-0")
         while not latest_task.done():
@@ -243,8 +247,10 @@ async def test_subscriptions_end_at_the_end_or_after_max_records(node, stream_na
         assert [r.offset async for r in three] == [2, 3, 4]
         both = client.subscribe(stream_name, start=5, max_records=10, stop_at_end=True)
         assert [r.offset async for r in both] == [5, 6]
-        at_end = client.subscribe(stream_name, start="latest", stop_at_end=True)
+        at_end = client.subscribe(stream_name, start="new-only", stop_at_end=True)
         assert [r async for r in at_end] == []
+        last = client.subscribe(stream_name, start="latest", stop_at_end=True)
+        assert [r.offset async for r in last] == [6]
         with pytest.raises(InvalidRequestError):
             [r async for r in client.subscribe(stream_name, max_records=-1)]
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from spark_log.errors import InvalidRequestError
-from spark_log.stream_spec import StreamSpec
+from spark_log.errors import ImmutableFieldError, InvalidRequestError
+from spark_log.stream_spec import StreamSpec, altered_spec
 
 
 def test_partition_subjects_follow_liftbridge_convention():
@@ -90,3 +92,75 @@ def test_subjects_that_can_match_internal_traffic_are_refused(subject):
 @pytest.mark.parametrize("subject", ["orders.*", "a._INBOX", "x.$SYS", "_other.x"])
 def test_internal_prefixes_elsewhere_are_allowed(subject):
     assert StreamSpec(name="s", subject=subject).subject == subject
+
+
+# ----------------------------------------------------------------------------- alter
+
+
+def test_altered_spec_changes_only_the_fields_given():
+    spec = StreamSpec(name="s", subject="s.in", replication_factor=3, retention_ms=1000)
+    altered = altered_spec(
+        spec, {"retention_ms": None, "retention_messages": 5, "ack_policy": "leader"}
+    )
+    assert (altered.retention_ms, altered.retention_messages) == (None, 5)
+    assert altered.ack_policy == "leader"
+    assert (
+        dataclasses.replace(altered, retention_ms=1000, retention_messages=None, ack_policy="all")
+        == spec
+    )
+
+
+def test_altered_spec_accepts_an_immutable_field_with_its_current_value():
+    spec = StreamSpec(name="s", subject="s.in", partitions=2)
+    assert altered_spec(spec, {"name": "s", "subject": "s.in", "partitions": 2}) == spec
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("name", "other"),
+        ("subject", "other.in"),
+        ("replication_factor", 1),
+        ("load_balance", True),
+        ("encryption", True),
+    ],
+)
+def test_altered_spec_refuses_immutable_fields_naming_them(field, value):
+    spec = StreamSpec(name="s", subject="s.in", partitions=2, replication_factor=3)
+    with pytest.raises(ImmutableFieldError, match=f'"{field}" cannot be altered'):
+        altered_spec(spec, {field: value})
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"min_isr": 4}, "min_isr"),
+        ({"min_isr": 0}, "min_isr"),
+        ({"retention_ms": 0}, "retention_ms"),
+        ({"max_record_bytes": -1}, "max_record_bytes"),
+        ({"ack_policy": "some"}, "ack_policy"),
+        ({"compaction_interval_s": 5.0}, "needs compaction"),
+        ({"retention_bytes": "10"}, "retention_bytes"),
+        ({"nonsense": 1}, "unknown stream field"),
+    ],
+)
+def test_altered_spec_validates_as_create_does(changes, message):
+    spec = StreamSpec(name="s", subject="s.in", replication_factor=3)
+    with pytest.raises(InvalidRequestError, match=message):
+        altered_spec(spec, changes)
+
+
+def test_timestamp_type_is_alterable_and_checked():
+    spec = StreamSpec(name="s", subject="s.in")
+    assert altered_spec(spec, {"timestamp_type": "create"}).timestamp_type == "create"
+    with pytest.raises(InvalidRequestError, match="timestamp_type"):
+        altered_spec(spec, {"timestamp_type": "producer"})
+
+
+def test_partitions_only_grow():
+    spec = StreamSpec(name="s", subject="s.in", partitions=2)
+    assert altered_spec(spec, {"partitions": 5}).partitions == 5
+    with pytest.raises(ImmutableFieldError, match='"partitions" can only grow'):
+        altered_spec(spec, {"partitions": 1})
+    with pytest.raises(InvalidRequestError, match="partitions"):
+        altered_spec(spec, {"partitions": 100_000})

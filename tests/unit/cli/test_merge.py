@@ -34,6 +34,7 @@ class PagedPartitions(Client):
         offset: int | None = None,
         *,
         timestamp_ms: int | None = None,
+        stop_timestamp_ms: int | None = None,
         max_records: int = 1000,
         wait_ms: int = 0,
     ) -> Fetched:
