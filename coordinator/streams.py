@@ -134,23 +134,17 @@ class StreamStore:
         validates them against the spec as stored at the moment of the write), as ``update``
         does. More partitions are created in the same transaction as the spec naming them
         (``_grow``); an encrypted stream's new data keys need ``key_provider``."""
-        for _attempt in range(SET_PAUSED_MAX_ATTEMPTS):
-            record, version = self._read(name)
-            updated = dataclasses.replace(record, spec=altered_spec(record.spec, changes))
-            if updated == record:
-                return record
-            try:
-                if updated.spec.partitions == record.spec.partitions:
-                    self._session.set_json(stream_path(name), updated.to_json(), version)
-                else:
-                    self._grow(record.spec.partitions, updated, version, key_provider)
-                return updated
-            except VersionConflictError:
-                continue
-            except ZNodeNotFoundError as exc:
-                raise StreamNotFoundError(f"stream {name!r} not found") from exc
-        raise VersionConflictError(
-            f"stream {name!r} kept changing; gave up after {SET_PAUSED_MAX_ATTEMPTS} attempts"
+
+        def write(record: StreamRecord, updated: StreamRecord, version: int) -> None:
+            if updated.spec.partitions == record.spec.partitions:
+                self._session.set_json(stream_path(name), updated.to_json(), version)
+            else:
+                self._grow(record.spec.partitions, updated, version, key_provider)
+
+        return self._read_modify_write(
+            name,
+            lambda record: dataclasses.replace(record, spec=altered_spec(record.spec, changes)),
+            write,
         )
 
     def _grow(
@@ -187,13 +181,27 @@ class StreamStore:
         """Write ``change(record)``: a read-modify-write on the znode version, retried when
         another writer got in between (so two operators' changes never overwrite each other).
         No write when nothing changes."""
+
+        def write(_record: StreamRecord, updated: StreamRecord, version: int) -> None:
+            self._session.set_json(stream_path(name), updated.to_json(), version)
+
+        return self._read_modify_write(name, change, write)
+
+    def _read_modify_write(
+        self,
+        name: str,
+        change: Callable[[StreamRecord], StreamRecord],
+        write: Callable[[StreamRecord, StreamRecord, int], None],
+    ) -> StreamRecord:
+        """``write(record, change(record), version)`` conditional on the version read, again
+        from a fresh read when another writer got in between; no write when nothing changes."""
         for _attempt in range(SET_PAUSED_MAX_ATTEMPTS):
             record, version = self._read(name)
             updated = change(record)
             if updated == record:
                 return record
             try:
-                self._session.set_json(stream_path(name), updated.to_json(), version)
+                write(record, updated, version)
                 return updated
             except VersionConflictError:
                 continue
