@@ -85,13 +85,7 @@ class StreamStore:
         )
 
     def _create_new(self, spec: StreamSpec, key_provider: KeyProvider | None) -> StreamRecord:
-        broker_ids = [broker.broker_id for broker in live_brokers(self._session)]
-        replicas = assign_replicas(
-            spec.partitions,
-            spec.replication_factor,
-            broker_ids,
-            start_index=_start_index(spec.name, len(broker_ids)),
-        )
+        replicas = self._placement(spec)
         record = StreamRecord(spec=spec, paused=False, created_at_ms=int(time.time() * 1000))
         self._session.ensure_path(STREAMS_PATH)
         txn = self._session.transaction()
@@ -147,6 +141,17 @@ class StreamStore:
             write,
         )
 
+    def _placement(self, spec: StreamSpec) -> list[list[int]]:
+        """Every partition's replicas over the brokers live now, round robin from a start
+        derived from the name (a create and a growth continue the same sequence)."""
+        broker_ids = [broker.broker_id for broker in live_brokers(self._session)]
+        return assign_replicas(
+            spec.partitions,
+            spec.replication_factor,
+            broker_ids,
+            start_index=_start_index(spec.name, len(broker_ids)),
+        )
+
     def _grow(
         self, old: int, updated: StreamRecord, version: int, key_provider: KeyProvider | None
     ) -> None:
@@ -160,13 +165,7 @@ class StreamStore:
                 f"stream {spec.name!r} is encrypted but this node has no master key: "
                 "grow it through a node that has one"
             )
-        broker_ids = [broker.broker_id for broker in live_brokers(self._session)]
-        replicas = assign_replicas(
-            spec.partitions,
-            spec.replication_factor,
-            broker_ids,
-            start_index=_start_index(spec.name, len(broker_ids)),
-        )
+        replicas = self._placement(spec)
         txn = self._session.transaction()
         txn.set_json(stream_path(spec.name), updated.to_json(), version)
         for partition in range(old, spec.partitions):
