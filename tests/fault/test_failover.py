@@ -16,7 +16,7 @@ from spark_log.client import Client
 from spark_log.errors import LiftlogError, NotEnoughReplicasError
 from tests.fault.acked_load import AckedLoad
 from tests.integration.conftest import create_stream
-from tests.waiting import wait_for, wait_for_async
+from tests.waiting import DEFAULT_WAIT_INTERVAL_S, wait_for, wait_for_async
 
 PUBLISHERS = 16
 ACKED_PER_ROUND = 300
@@ -264,6 +264,21 @@ async def _publish_until_acked(client: Client, stream: str, value: bytes, timeou
                 raise
 
 
+async def _request_until_answered(nc, subject: str, value: bytes, timeout_s: float):
+    """A new stream's leader subscribes to its subject shortly after the create returns:
+    until it does, NATS answers "no responders", and nothing was stored."""
+    import nats
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return await nc.request(subject, value, timeout=10)
+        except nats.errors.NoRespondersError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(DEFAULT_WAIT_INTERVAL_S)
+
+
 async def test_sigstopped_leader_acknowledges_nothing_after_being_deposed(
     make_node, nats_server, stream_name
 ):
@@ -278,7 +293,7 @@ async def test_sigstopped_leader_acknowledges_nothing_after_being_deposed(
     subject = f"{stream_name}.in"
     nc = await nats.connect(nats_server.url)
     try:
-        await nc.request(subject, b"before", timeout=10)
+        await _request_until_answered(nc, subject, b"before", timeout_s=30)
         old.pause()  # SIGSTOP past the session timeout: ZooKeeper expires it
         wait_for(
             lambda: _describe(other, stream_name)["leader"] not in (old_id, -1),
