@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST := $(PY) -m pytest
 
-.PHONY: demo test test-secure fuzz fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake bench-secure bench-smoke lint format clean-venv check-java
+.PHONY: demo test test-secure fuzz fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake bench-lake-tier bench-cursors bench-groups bench-secure bench-smoke lint format clean-venv check-java
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory check-java
@@ -108,6 +108,17 @@ bench-ha: $(STAMP)
 bench-secure: $(STAMP)
 	PYTHONPATH=. $(PY) bench/secure_ingest.py --runs 3 --json bench/results-secure.json
 
+# Cursor commits (REST through the client, __cursors on 3 nodes, acks=all) beside JetStream
+# key-value puts on the same nats-server: commits/s with 16 writers, sequential p50/p99.
+bench-cursors: $(STAMP)
+	PYTHONPATH=. $(PY) bench/cursor_commits.py --runs 3 --json bench/results-cursors.json
+
+# Consumer group rebalances on three nodes: a join, a leave and a SIGKILLed member, each timed
+# until the coordinator says stable; the records a kill delivered again beside those after its
+# last commit. 3 runs, median and spread (about a minute on 2 cores).
+bench-groups: $(STAMP)
+	PYTHONPATH=. $(PY) bench/group_rebalance.py --runs 3 --json bench/results-groups.json
+
 bench-compact: $(STAMP)
 	$(PY) -m datasource.compaction.bench --rows 2000000 --rounds 3 --json bench/compaction-latest.json
 
@@ -118,6 +129,12 @@ bench-lake: $(STAMP)
 	PYTHONPATH=. $(PY) bench/lake_export.py --records 1000000 --batch-sizes 10000,100000 --runs 3 --json bench/results-lake-export.json
 	PYTHONPATH=. $(PY) bench/spark_read_lake.py --records 4000000 --runs 3 --json bench/results-lake-read.json
 	PYTHONPATH=. $(PY) bench/compact_s3.py --rows 2000000 --runs 3 --json bench/results-lake-compact.json
+
+# REST reads (Arrow and JSON) of 200,000 records from the lake tier (below the local log
+# start, served from the Delta table by the node) beside as many from the local log, in one
+# run; 3 runs, median and spread (about a minute on 2 cores).
+bench-lake-tier: $(STAMP)
+	PYTHONPATH=. $(PY) bench/lake_tier_read.py --records 200000 --runs 3 --json bench/results-lake-tier.json
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

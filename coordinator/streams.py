@@ -15,6 +15,7 @@ import zlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from coordinator.activity import ActivityLog
 from coordinator.assignment import assign_replicas
 from coordinator.brokers import live_brokers
 from coordinator.errors import (
@@ -45,6 +46,8 @@ from spark_log.errors import (
 from spark_log.stream_spec import StreamSpec, altered_spec, validate_stream_name
 
 CREATE_MAX_ATTEMPTS = 3
+Event = tuple[str, dict[str, Any]]
+"""An activity event: its op and its fields (``coordinator.activity``)."""
 SET_PAUSED_MAX_ATTEMPTS = 5
 
 
@@ -53,6 +56,7 @@ class StreamStore:
 
     def __init__(self, session: ZkSession) -> None:
         self._session = session
+        self.activity = ActivityLog(session)
 
     def create(
         self, spec: StreamSpec, key_provider: KeyProvider | None = None
@@ -95,6 +99,8 @@ class StreamStore:
             txn.create(partition_path(spec.name, partition))
             state = PartitionState.initial(partition_replicas)
             txn.create_json(partition_state_path(spec.name, partition), state.to_json())
+        if not spec.internal:
+            self.activity.add_to(txn, "create_stream", stream=spec.name, partitions=spec.partitions)
         if spec.encryption and key_provider is not None:
             add_new_keys(txn, spec, key_provider)
         txn.commit()
@@ -109,17 +115,45 @@ class StreamStore:
         """Delete the stream and its partition states atomically."""
         validate_stream_name(name)
         try:
-            self._session.delete_recursive(stream_path(name))
+            self._session.delete_recursive(
+                stream_path(name),
+                also=lambda txn: self.activity.add_to(txn, "delete_stream", stream=name),
+            )
         except ZNodeNotFoundError as exc:
             raise StreamNotFoundError(f"stream {name!r} not found") from exc
 
     def set_paused(self, name: str, paused: bool) -> StreamRecord:
-        """Pause or resume (idempotent)."""
-        return self.update(name, lambda record: dataclasses.replace(record, paused=paused))
+        """Pause or resume (idempotent). A resume also clears the partitions paused for
+        idleness: the operator asked for the whole stream to run."""
+
+        def change(record: StreamRecord) -> StreamRecord:
+            idle = record.idle_paused_partitions if paused else ()
+            return dataclasses.replace(record, paused=paused, idle_paused_partitions=idle)
+
+        op = "pause_stream" if paused else "resume_stream"
+        return self.update(name, change, event=(op, {"stream": name}))
+
+    def set_idle_paused(self, name: str, partition: int, idle: bool) -> StreamRecord:
+        """Mark a partition paused for idleness, or resumed (idempotent; the leader's CAS
+        on the stream znode, retried like ``set_paused`` when another writer got in)."""
+
+        def change(record: StreamRecord) -> StreamRecord:
+            marks = set(record.idle_paused_partitions)
+            if idle:
+                marks.add(partition)
+            else:
+                marks.discard(partition)
+            return dataclasses.replace(record, idle_paused_partitions=tuple(sorted(marks)))
+
+        return self.update(name, change)
 
     def set_read_only(self, name: str, read_only: bool) -> StreamRecord:
         """Make the stream refuse every publish, or accept them again (idempotent)."""
-        return self.update(name, lambda record: dataclasses.replace(record, read_only=read_only))
+        return self.update(
+            name,
+            lambda record: dataclasses.replace(record, read_only=read_only),
+            event=("set_read_only", {"stream": name, "read_only": read_only}),
+        )
 
     def alter(
         self, name: str, changes: Mapping[str, Any], key_provider: KeyProvider | None = None
@@ -129,11 +163,13 @@ class StreamStore:
         does. More partitions are created in the same transaction as the spec naming them
         (``_grow``); an encrypted stream's new data keys need ``key_provider``."""
 
+        event = ("alter_stream", {"stream": name, "changes": dict(changes)})
+
         def write(record: StreamRecord, updated: StreamRecord, version: int) -> None:
             if updated.spec.partitions == record.spec.partitions:
-                self._session.set_json(stream_path(name), updated.to_json(), version)
+                self._write_record(updated, version, event)
             else:
-                self._grow(record.spec.partitions, updated, version, key_provider)
+                self._grow(record.spec.partitions, updated, version, key_provider, event)
 
         return self._read_modify_write(
             name,
@@ -153,7 +189,12 @@ class StreamStore:
         )
 
     def _grow(
-        self, old: int, updated: StreamRecord, version: int, key_provider: KeyProvider | None
+        self,
+        old: int,
+        updated: StreamRecord,
+        version: int,
+        key_provider: KeyProvider | None,
+        event: Event,
     ) -> None:
         """One transaction: the spec with the new count (conditional on the version read),
         and each new partition with its state (and data key on an encrypted stream). New
@@ -174,17 +215,33 @@ class StreamStore:
             txn.create_json(partition_state_path(spec.name, partition), state.to_json())
         if spec.encryption and key_provider is not None:
             add_new_keys(txn, spec, key_provider, first_partition=old)
+        self.activity.add_to(txn, event[0], **event[1])
         txn.commit()
 
-    def update(self, name: str, change: Callable[[StreamRecord], StreamRecord]) -> StreamRecord:
+    def update(
+        self,
+        name: str,
+        change: Callable[[StreamRecord], StreamRecord],
+        event: Event | None = None,
+    ) -> StreamRecord:
         """Write ``change(record)``: a read-modify-write on the znode version, retried when
         another writer got in between (so two operators' changes never overwrite each other).
-        No write when nothing changes."""
+        No write when nothing changes; ``event`` is queued with the write (``ActivityLog``)."""
 
         def write(_record: StreamRecord, updated: StreamRecord, version: int) -> None:
-            self._session.set_json(stream_path(name), updated.to_json(), version)
+            self._write_record(updated, version, event)
 
         return self._read_modify_write(name, change, write)
+
+    def _write_record(self, updated: StreamRecord, version: int, event: Event | None) -> None:
+        path = stream_path(updated.spec.name)
+        if event is None:
+            self._session.set_json(path, updated.to_json(), version)
+            return
+        txn = self._session.transaction()
+        txn.set_json(path, updated.to_json(), version)
+        self.activity.add_to(txn, event[0], **event[1])
+        txn.commit()
 
     def _read_modify_write(
         self,

@@ -376,8 +376,11 @@ class ZkSession:
         with _converted(full):
             self._bounded(self._client.delete_async, full, version=version)
 
-    def delete_recursive(self, path: str) -> None:
-        """Delete a znode and everything under it in one transaction (all or nothing).
+    def delete_recursive(
+        self, path: str, also: Callable[[ZkTransaction], None] | None = None
+    ) -> None:
+        """Delete a znode and everything under it in one transaction (all or nothing), with
+        whatever ``also`` adds to that transaction.
 
         Readers never see a half-deleted tree. If the tree changes while it is being listed the
         transaction fails and is retried a bounded number of times.
@@ -387,6 +390,8 @@ class ZkSession:
             txn = self.transaction()
             for node in reversed(tree):
                 txn.delete(node)
+            if also is not None:
+                also(txn)
             try:
                 txn.commit()
                 return
@@ -481,6 +486,13 @@ class ZkTransaction:
     def create(self, path: str) -> Self:
         """An empty persistent znode (a directory); parents must exist or be created earlier."""
         return self._add(path, lambda full: self._request.create(full, b""))
+
+    def create_sequential_json(self, prefix: str, data: dict[str, Any]) -> Self:
+        """A persistent sequential znode ``<prefix><10 digits>``: ZooKeeper appends the parent's
+        next sequence number, which only grows (the parent is never deleted)."""
+        return self._add(
+            prefix, lambda full: self._request.create(full, _encode(data), None, False, True)
+        )
 
     def set_json(self, path: str, data: dict[str, Any], version: int) -> Self:
         return self._add(path, lambda full: self._request.set_data(full, _encode(data), version))

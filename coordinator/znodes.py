@@ -41,6 +41,10 @@ REASSIGNMENT_SEPARATOR = "~"
 # ACL entries (persistent, one znode per entry); every node caches both through watches.
 AUTH_TOKENS_PATH = f"{V1}/auth/tokens"
 ACLS_PATH = f"{V1}/acls"
+ACTIVITY_PATH = f"{V1}/activity"
+"""``{"version": 1, "enabled": bool}``: whether admin operations are recorded (opt-in)."""
+ACTIVITY_QUEUE_PATH = f"{V1}/activity_queue"
+"""Sequential children ``e-<10 digits>``, one per operation, until ``__activity`` holds them."""
 
 T = TypeVar("T")
 
@@ -181,12 +185,15 @@ class PartitionReassignment:
 class StreamRecord:
     """A stream as stored: the user's spec plus the state an operator changes (paused,
     read-only). ``read_only`` is state, not spec, so that an idempotent create of the same
-    spec still matches a stream that was set read-only."""
+    spec still matches a stream that was set read-only. ``idle_paused_partitions`` are the
+    partitions their leaders paused for idleness (``auto_pause_ms``), kept apart from the
+    operator's ``paused``: the next publish or consumer fetch resumes them."""
 
     spec: StreamSpec
     paused: bool
     created_at_ms: int
     read_only: bool = False
+    idle_paused_partitions: tuple[int, ...] = ()
 
     @property
     def name(self) -> str:
@@ -203,6 +210,8 @@ class StreamRecord:
         }
         if self.read_only:
             data["read_only"] = True
+        if self.idle_paused_partitions:  # likewise: written only while a partition is idle
+            data["idle_paused_partitions"] = sorted(self.idle_paused_partitions)
         return data
 
     @classmethod

@@ -1,36 +1,26 @@
 """Executor side: the lake rows of one task, read from its Parquet files with pyarrow.
 
-The files come from the planner's Delta snapshot, so an executor neither replays the Delta log
-nor sees files committed later. Row-group statistics decide what is decoded at all. An
-encrypted stream's files are Parquet modular-encrypted (``spark_log.crypto.parquet_kms``):
-they are opened with the partition's keys, and their plaintext footer still gives the offset
-and time statistics.
+The reading lives in ``spark_log.lake.range_read`` (shared with the nodes' lake read tier);
+this adapter adds the source's columns and its time conditions (``RowFilter``) and turns lake
+errors into the data source's LakeReadError, worded for a query.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.dataset as ds
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from datasource.errors import LakeReadError
 from datasource.row_filter import RowFilter
 from datasource.schema import SOURCE_COLUMNS
 from spark_log.crypto.parquet_kms import PartitionFileCrypto
-from spark_log.errors import LakeError, LiftlogError
-from spark_log.lake.file_reader import open_parquet
-from spark_log.lake.layout import FILE_SCHEMA, to_micros
+from spark_log.lake import range_read
+from spark_log.lake.errors import LakeFileGoneError, LakeFileReadError
+from spark_log.lake.range_read import DEFAULT_BATCH_ROWS
 from spark_log.lake.storage import LakeStorage
 
-DEFAULT_BATCH_ROWS = 65_536
-"""Rows per Arrow batch handed to Spark. Measured on 10M rows (bench/spark_read.py setup):
-65,536 cost Spark 12% less CPU than 262,144 (batches that stay in cache while the JVM turns
-them into rows); much smaller ones pay per-batch overhead instead."""
+__all__ = ["DEFAULT_BATCH_ROWS", "lake_offset_for_timestamp", "read_lake"]
 
 
 def read_lake(
@@ -44,131 +34,31 @@ def read_lake(
     crypto: PartitionFileCrypto | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Rows with ``start <= offset < end`` of ``paths`` (``columns``, default SOURCE_COLUMNS),
-    opened through ``storage`` (the lake's store options; None: pyarrow's defaults).
-    ``crypto``: an encrypted stream's partition keys; its files are decrypted with them.
-
-    Row groups are chosen by their offset (and timestamp) statistics: those outside the range
-    are never read, those wholly inside are passed on as decoded (no filter, no copy), and only
-    the one or two a range boundary cuts are filtered. Time and key conditions are applied
-    later, on the output rows.
-    """
-    for path in paths:
-        try:
-            yield from _read_file(path, start, end, rows, batch_rows, columns, storage, crypto)
-        except FileNotFoundError as exc:
-            raise LakeReadError(
-                f"lake file {path} is gone ({exc}); a compaction and vacuum replaced it since "
-                "the query was planned: run the query again"
-            ) from exc
-        except (OSError, pa.ArrowException, LiftlogError) as exc:
-            raise LakeReadError(f"cannot read lake file {path}: {exc}") from exc
-
-
-def _read_file(
-    path: str,
-    start: int,
-    end: int,
-    rows: RowFilter | None,
-    batch_rows: int,
-    columns: list[str] | None,
-    storage: LakeStorage | None,
-    crypto: PartitionFileCrypto | None,
-) -> Iterator[pa.RecordBatch]:
-    parquet = open_parquet(_open(path, storage), crypto)
-    whole, cut = _row_groups(parquet.metadata, start, end, rows)
-    for groups, bounded in ((whole, False), (cut, True)):
-        if not groups:
-            continue
-        batches = parquet.iter_batches(
-            batch_size=batch_rows, row_groups=groups, columns=columns or list(SOURCE_COLUMNS)
+    opened through ``storage``; ``crypto``: an encrypted stream's partition keys. Row groups
+    are chosen by their offset (and, with ``rows``, timestamp) statistics; time and key
+    conditions are applied later, on the output rows."""
+    try:
+        yield from range_read.read_range(
+            paths,
+            start,
+            end,
+            times=rows,
+            batch_rows=batch_rows,
+            columns=columns or SOURCE_COLUMNS,
+            storage=storage,
+            crypto=crypto,
         )
-        for batch in batches:
-            if bounded:
-                offsets = batch.column("offset")
-                keep = pc.and_(pc.greater_equal(offsets, start), pc.less(offsets, end))
-                batch = batch.filter(keep)
-            if batch.num_rows:
-                yield batch
-
-
-def _row_groups(
-    metadata: pq.FileMetaData, start: int, end: int, rows: RowFilter | None
-) -> tuple[list[int], list[int]]:
-    """(row groups wholly inside [start, end), row groups the range cuts); the rest is skipped.
-
-    A row group without statistics counts as cut: read and filtered, never skipped."""
-    columns = {metadata.schema.column(i).name: i for i in range(metadata.num_columns)}
-    whole, cut = [], []
-    for i in range(metadata.num_row_groups):
-        group = metadata.row_group(i)
-        lo, hi = _min_max(group, columns.get("offset"))
-        if rows is not None and not rows.may_match_file(
-            *_min_max_us(group, columns.get("timestamp"))
-        ):
-            continue
-        if lo is None or hi is None:
-            cut.append(i)
-        elif hi < start or lo >= end:
-            continue
-        elif lo >= start and hi < end:
-            whole.append(i)
-        else:
-            cut.append(i)
-    return whole, cut
-
-
-def _min_max(group: pq.RowGroupMetaData, column: int | None) -> tuple[Any, Any]:
-    if column is None:
-        return None, None
-    stats = group.column(column).statistics
-    if stats is None or not stats.has_min_max:
-        return None, None
-    return stats.min, stats.max
-
-
-def _min_max_us(group: pq.RowGroupMetaData, column: int | None) -> tuple[int | None, int | None]:
-    lo, hi = _min_max(group, column)
-    return to_micros(lo), to_micros(hi)
-
-
-def _open(path: str, storage: LakeStorage | None) -> Any:
-    """A local path as is; a URI (s3://, gs://, ...) through the lake's filesystem."""
-    if "://" not in path:
-        return path
-    filesystem, inner = _filesystem(path, storage)
-    return filesystem.open_input_file(inner)
-
-
-def _filesystem(path: str, storage: LakeStorage | None) -> tuple[pafs.FileSystem, str]:
-    """``storage`` knows the lake's endpoint and credentials; without it, pyarrow's defaults."""
-    if storage is not None:
-        return storage.filesystem_for(path)
-    return pafs.FileSystem.from_uri(path)
+    except LakeFileGoneError as exc:
+        raise LakeReadError(f"{exc}: run the query again") from exc
+    except LakeFileReadError as exc:
+        raise LakeReadError(str(exc)) from exc
 
 
 def lake_offset_for_timestamp(
     paths: list[str], timestamp_us: int, below: int, storage: LakeStorage | None = None
 ) -> int | None:
     """The smallest offset below ``below`` in ``paths`` whose timestamp is >= ``timestamp_us``."""
-    condition = (ds.field("timestamp") >= pa.scalar(timestamp_us, pa.timestamp("us", tz="UTC"))) & (
-        ds.field("offset") < below
-    )
-    best: int | None = None
     try:
-        dataset = _dataset(paths, storage)
-        for batch in dataset.scanner(columns=["offset"], filter=condition).to_batches():
-            if batch.num_rows:
-                low = pc.min(batch.column(0)).as_py()
-                best = low if best is None else min(best, low)
-    except (OSError, pa.ArrowException, LakeError) as exc:
-        raise LakeReadError(f"cannot search lake files by timestamp: {exc}") from exc
-    return best
-
-
-def _dataset(paths: list[str], storage: LakeStorage | None) -> ds.Dataset:
-    """The files as one dataset; URIs through the lake's filesystem (one store per lake)."""
-    if storage is None or not paths or "://" not in paths[0]:
-        return ds.dataset(paths, schema=FILE_SCHEMA, format="parquet")
-    located = [storage.filesystem_for(p) for p in paths]
-    inner = [path for _fs, path in located]
-    return ds.dataset(inner, schema=FILE_SCHEMA, format="parquet", filesystem=located[0][0])
+        return range_read.offset_for_timestamp(paths, timestamp_us, below, storage)
+    except LakeFileReadError as exc:
+        raise LakeReadError(str(exc)) from exc

@@ -26,8 +26,8 @@ from pyspark.sql.types import (
 )
 
 from datasource.errors import PublishError, SchemaError
-from spark_log.client import partition_for_key
 from spark_log.log.batch import HEADERS_TYPE
+from spark_log.partitioner import partition_for_key
 
 _TEXT_OR_BYTES = (BinaryType, StringType)
 _INTEGERS = (IntegerType, LongType, ShortType)

@@ -39,6 +39,7 @@ from spark_log.api_models import (
 from spark_log.errors import (
     AuthUnavailableError,
     ForbiddenError,
+    InternalStreamError,
     InvalidRequestError,
     LiftlogError,
     PartitionNotFoundError,
@@ -49,7 +50,7 @@ from spark_log.lake import LakeTable, configured_table_uri
 from spark_log.lake.storage import LakeStorage, lake_storage
 from spark_log.log import RecoveryLoss
 from spark_log.rest import RestClient
-from spark_log.stream_spec import StreamSpec
+from spark_log.stream_spec import StreamSpec, is_internal_stream
 
 LEADER_VIEW_TIMEOUT_S = 2.0
 FLUSH_FORWARD_MARGIN_S = 10.0
@@ -67,12 +68,20 @@ async def create_stream(node: NodeView, spec: StreamSpec) -> tuple[bool, StreamD
     return created, await describe_stream(node, spec.name)
 
 
+def refuse_internal(name: str, what: str) -> None:
+    """The nodes' own streams are never deleted, paused, altered or made read-only."""
+    if is_internal_stream(name):
+        raise InternalStreamError(f"{name!r} is an internal stream: it cannot be {what}")
+
+
 async def delete_stream(node: NodeView, name: str) -> None:
+    refuse_internal(name, "deleted")
     await asyncio.to_thread(node.store.delete, name)
     await node.reconcile_now()
 
 
 async def set_paused(node: NodeView, name: str, paused: bool) -> StreamDescription:
+    refuse_internal(name, "paused or resumed")
     await asyncio.to_thread(node.store.set_paused, name, paused)
     await node.reconcile_now()
     return await describe_stream(node, name)
@@ -81,6 +90,7 @@ async def set_paused(node: NodeView, name: str, paused: bool) -> StreamDescripti
 async def set_read_only(node: NodeView, name: str, read_only: bool) -> StreamDescription:
     """Every leader refuses publishes with ``stream_readonly`` once it has seen the flag
     (its stream watch); this node applies it before answering."""
+    refuse_internal(name, "made read-only or read-write")
     await asyncio.to_thread(node.store.set_read_only, name, read_only)
     await node.reconcile_now()
     return await describe_stream(node, name)
@@ -90,6 +100,7 @@ async def alter_stream(node: NodeView, name: str, changes: dict[str, Any]) -> St
     """Change the spec's alterable fields; every node adopts the new spec at its next
     reconcile (its stream watch), this one before answering. Growth stays within the
     ``[limits]`` a create does."""
+    refuse_internal(name, "altered")
     await asyncio.to_thread(check_growth_limits, node.store, node.config.limits, name, changes)
     provider = node.replicas.key_provider
     await asyncio.to_thread(node.store.alter, name, changes, provider)
@@ -121,6 +132,7 @@ async def describe_stream(node: NodeView, name: str) -> StreamDescription:
         partitions=tuple(partitions),
         paused=record.paused,
         read_only=record.read_only,
+        idle_paused_partitions=record.idle_paused_partitions,
         created_at_ms=record.created_at_ms,
         lake=_lake_ref(uri, _export_refusal(node)),
     )
@@ -142,7 +154,10 @@ def _lake_ref(uri: str | None, refused: str | None = None) -> LakeRef | None:
 
 
 def lake_table_uri(node: NodeView, record: StreamRecord) -> str | None:
-    """The stream's Delta table, or None when this node's lake is disabled."""
+    """The stream's Delta table, or None when this node's lake is disabled (or the stream is
+    internal: never exported)."""
+    if record.spec.internal:
+        return None
     return configured_table_uri(node.config.lake, record.spec.name, record.created_at_ms)
 
 
@@ -288,6 +303,7 @@ def stream_summary(record: StreamRecord) -> StreamSummary:
         **dataclasses.asdict(record.spec),
         paused=record.paused,
         read_only=record.read_only,
+        idle_paused_partitions=record.idle_paused_partitions,
         created_at_ms=record.created_at_ms,
     )
 

@@ -12,7 +12,7 @@ needs that state: a consumer reads ``high_watermark`` from its first answer and 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,10 +21,22 @@ from spark_log.errors import InvalidRequestError
 from spark_log.positions import START_NAMES
 
 if TYPE_CHECKING:
-    from ingest.partition import PartitionReplica
+    from ingest.read_path import FetchResult
     from spark_log.log import PartitionLog, Record
 
 START_PATTERN = "^(" + "|".join(START_NAMES) + ")$"
+
+
+class FetchSource(Protocol):
+    """What a positioned fetch reads from: a partition replica, or the lake tier in front of
+    one (``ingest.tiered_fetch``)."""
+
+    @property
+    def log(self) -> PartitionLog: ...
+
+    async def fetch(
+        self, offset: int, max_records: int, max_bytes: int, wait_ms: int, *, arrow: bool = False
+    ) -> FetchResult: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +58,17 @@ class Stop:
         return max(1, min(max_records, self.offset - offset + 1))
 
 
-def check_start_choice(offset: int | None, timestamp: int | None, start: str | None) -> None:
-    """A fetch starts at one position: refuse more than one, naming them."""
+def check_start_choice(
+    offset: int | None, timestamp: int | None, start: str | None, cursor: str | None = None
+) -> None:
+    """A fetch starts at one position: refuse more than one, naming them (a ``start`` given
+    with a ``cursor`` is the cursor's fallback and passed here as None)."""
     candidates = (("offset", offset), ("timestamp", timestamp), ("start", start))
-    given = [name for name, value in candidates if value is not None]
+    given = [name for name, value in (*candidates, ("cursor", cursor)) if value is not None]
     if len(given) > 1:
-        raise InvalidRequestError(f"give one of offset, timestamp or start; got {', '.join(given)}")
+        raise InvalidRequestError(
+            f"give one of offset, timestamp, start or cursor; got {', '.join(given)}"
+        )
 
 
 def named_start_offset(log_: PartitionLog, start: str) -> int:
@@ -126,10 +143,13 @@ class PositionedFetch:
 
 
 async def fetch_until_stop(
-    replica: PartitionReplica, offset: int, stop: Stop, limits: FetchLimits, *, arrow: bool
+    replica: FetchSource, offset: int, stop: Stop, limits: FetchLimits, *, arrow: bool
 ) -> PositionedFetch:
     """Committed records from ``offset`` up to ``stop``; a read already past the stop offset
-    answers at once (no long-poll: nothing it could wait for may be returned)."""
+    answers at once (no long-poll: nothing it could wait for may be returned).
+
+    ``next_offset`` is the read's own when it has one and no stop cut it (a lake range of a
+    compacted lake may hold fewer rows than it spans, or none), else the last record + 1."""
     if stop.passed(offset):
         log_ = replica.log
         return PositionedFetch([], None, log_.high_watermark, log_.log_start_offset, offset, True)
@@ -148,7 +168,7 @@ async def fetch_until_stop(
         records, cut = cut_records(result.records, stop)
         table = None
         last = records[-1].offset if records else None
-    next_offset = offset if last is None else last + 1
+    next_offset = _next_offset(offset, last, result.next_offset, cut)
     return PositionedFetch(
         records,
         table,
@@ -157,6 +177,12 @@ async def fetch_until_stop(
         next_offset,
         end_reached(next_offset, stop, cut),
     )
+
+
+def _next_offset(offset: int, last: int | None, read_next: int | None, cut: bool) -> int:
+    if read_next is not None and not cut:
+        return read_next
+    return offset if last is None else last + 1
 
 
 def _last_offset(table: pa.Table | None) -> int | None:

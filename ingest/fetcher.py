@@ -83,6 +83,8 @@ class FollowerReplica(ReplicaIdentity, Protocol):
 
     def follow_high_watermark(self, leader_hw: int) -> None: ...
 
+    async def follow_log_start(self, leader_log_start: int) -> None: ...
+
     @property
     def storage_stalled(self) -> bool:
         """Writes refused because the disk is full (the replica retries by itself)."""
@@ -267,6 +269,7 @@ class ReplicaFetcher:
         if msg.data:
             await r.append_replicated(msg.data)
         r.follow_high_watermark(meta.high_watermark)
+        await r.follow_log_start(meta.log_start_offset)
         if throttle is not None and msg.data:
             await throttle.pace(len(msg.data), sent_at)
         return True

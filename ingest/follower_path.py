@@ -19,6 +19,7 @@ from coordinator.znodes import NO_LEADER
 from ingest.partition_state import Partition
 from ingest.replication_throttle import ReplicationThrottle
 from spark_log.log import PartitionLog, iter_batches
+from spark_log.stream_spec import is_internal_stream
 
 
 @runtime_checkable
@@ -68,6 +69,7 @@ class FollowerPath:
         # Set by the replica manager while a pending reassignment adds this replica.
         self.reassignment_throttle: ReplicationThrottle | None = None
         self._last_leader_report: LeaderReport | None = None
+        self._log_start_tried = 0  # the last leader log start follow_log_start acted on
 
     @property
     def broker_id(self) -> int:
@@ -149,6 +151,22 @@ class FollowerPath:
         if hw > log_.high_watermark:
             log_.set_high_watermark(hw)
             self._hooks.on_high_watermark()
+
+    async def follow_log_start(self, leader_log_start: int) -> None:
+        """Drop the whole segments below the leader's log start, for internal streams: a
+        ``__cursors`` leader compacts by re-appending its live keys and deleting what came
+        before (``ingest.cursor_store``), and its followers must shed the same records or
+        keep them forever. (User streams keep applying their own retention per replica.)
+        Tried once per leader log start, since a follower's segments end elsewhere."""
+        if not is_internal_stream(self.stream_name):
+            return
+        log_ = self._log()
+        if leader_log_start <= max(log_.log_start_offset, self._log_start_tried):
+            return
+        self._log_start_tried = leader_log_start
+        loop = asyncio.get_running_loop()
+        if await loop.run_in_executor(None, log_.delete_segments_below, leader_log_start):
+            self._hooks.on_log_changed()
 
     async def truncate_to(self, offset: int) -> None:
         """Cut the divergent tail; the leader's last HW report goes with it (it described

@@ -29,6 +29,7 @@ from coordinator.controller_election import current_controller
 from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
 from coordinator.znodes import BrokerInfo
+from ingest.activity_publisher import ActivityPublisher
 from ingest.api.server import ApiServer
 from ingest.auth import NodeAuth
 from ingest.clock import SYSTEM_CLOCK, Clock
@@ -103,6 +104,7 @@ class IngestNode:
             config, self.store, self.metrics, self._publish, self._nats, self.zk, clock
         )
         self.auth = NodeAuth(config.auth, self.zk)
+        self.activity = ActivityPublisher(self, self.store.activity)
         self.api = ApiServer(self, config.api_host, config.api_port)
         self.controller = Controller(
             self.zk,
@@ -154,6 +156,7 @@ class IngestNode:
         self._watch = await asyncio.to_thread(self.store.watch, self._trigger_reconcile)
         await self.controller.start()
         await self.replicas.reconcile()
+        await self.activity.start()
         self._reconciler = asyncio.create_task(self._reconcile_loop(), name="reconciler")
         self.ready = True
         log.info(
@@ -169,6 +172,7 @@ class IngestNode:
         if self.ready:
             await self._controlled_shutdown()
         self.ready = False
+        await self.activity.stop()
         with contextlib.suppress(LiftlogError):
             await self.controller.stop()
         await self._stop_reconciler()

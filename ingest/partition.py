@@ -28,6 +28,7 @@ from ingest.fetch_server import FetchServer
 from ingest.fetcher import ReplicaFetcher
 from ingest.follower_path import FollowerPath
 from ingest.follower_state import FollowerTracker
+from ingest.idle_pause import IdlePause
 from ingest.lake_identity import LakeIdentity
 from ingest.maintenance import MaintenanceRunner
 from ingest.metrics import NodeMetrics
@@ -104,6 +105,8 @@ class PartitionReplica:
         self._clock = clock
         self._metrics = metrics
         self._lake_identity = lake_identity
+        # auto-pause (``auto_pause_ms``): the replica manager sets its ZooKeeper marker
+        self.idle = IdlePause(self.state, clock)
         self._log: PartitionLog | None = None
         self._isr_retry_at_ms = 0  # an ISR change postponed (ZooKeeper unavailable) until then
         self._write_lock = asyncio.Lock()  # one log writer: the leader's writer or the fetcher
@@ -225,7 +228,10 @@ class PartitionReplica:
 
     @property
     def lake_table_uri(self) -> str | None:
-        """The stream's Delta table, or None when the lake is disabled."""
+        """The stream's Delta table, or None when the lake is disabled (and for internal
+        streams, whose records matter to the nodes only)."""
+        if self.spec.internal:
+            return None
         return configured_table_uri(self.config.lake, self.spec.name, self.created_at_ms)
 
     @property
@@ -325,7 +331,8 @@ class PartitionReplica:
         if paused != self.state.paused:
             log.info("%s: %s", self.state.name, "paused" if paused else "resumed")
         self.state.paused = paused
-        await self._subscription.subscribe(nc)
+        if not self.spec.internal:  # written by the nodes alone, never from NATS
+            await self._subscription.subscribe(nc)
 
     # ----------------------------------------------------------------- roles
 
@@ -366,6 +373,7 @@ class PartitionReplica:
         log_ = self.log
         self.tail_cache.clear()
         self.state.start_leadership(self._clock.now_ms())
+        self.idle.restart()
         await self._record_leader_epoch(log_)
         if self.state.isr == [self.config.broker_id]:
             log_.set_high_watermark(log_.log_end_offset)
@@ -534,6 +542,7 @@ class PartitionReplica:
     # ----------------------------------------------------------------- write-path hooks
 
     def on_appended(self, batches: list[bytes]) -> None:
+        self.idle.clock.appended(self._clock.now_ms())
         self.tail_cache.add(batches)
         self._leo_event.set()
         self._leo_event = asyncio.Event()
@@ -546,7 +555,15 @@ class PartitionReplica:
         self._maintenance.flushed(now_ms)
 
     async def run_maintenance(self) -> None:
+        """Idle-time upkeep, then the auto-pause check; none while paused for idleness
+        (nothing is appended then: fsync, checkpoint and retention wait for the resume)."""
+        if self.state.idle_paused:
+            return
         await self._maintenance.run_once()
+        await self.idle.pause_if_idle(self.spec)
+
+    async def resume_idle(self) -> None:
+        await self.idle.resume()
 
     def recorded_by_another_stream(self, subject: str) -> bool:
         check = self.subject_recorded_elsewhere
@@ -703,6 +720,12 @@ class PartitionReplica:
         self._raise_if_offline()
         return await self._writes.produce(requests)
 
+    async def roll_segment(self) -> None:
+        """Seal the active segment now (a ``__cursors`` snapshot starts a fresh one, so that
+        everything before it is whole segments its deletion can drop)."""
+        async with self._write_lock:
+            await asyncio.get_running_loop().run_in_executor(None, self.log.roll)
+
     async def seal_and_export(self) -> PartitionFlush:
         """``liftlog stream flush`` on the leader: roll the active segment, fsync, checkpoint
         the HW, then export everything committed now and return once the lake holds it."""
@@ -724,8 +747,15 @@ class PartitionReplica:
     async def fetch(
         self, offset: int, max_records: int, max_bytes: int, wait_ms: int, *, arrow: bool = False
     ) -> FetchResult:
-        """Committed records from ``offset`` (see ``ReadPath.fetch``)."""
-        return await self._reads.fetch(offset, max_records, max_bytes, wait_ms, arrow=arrow)
+        """Committed records from ``offset`` (see ``ReadPath.fetch``). A consumer's fetch
+        resumes a partition paused for idleness, and is activity for
+        ``auto_pause_disable_if_subscribers``."""
+        self.idle.resume_soon()
+        self.idle.clock.fetch_started(self._clock.now_ms())
+        try:
+            return await self._reads.fetch(offset, max_records, max_bytes, wait_ms, arrow=arrow)
+        finally:
+            self.idle.clock.fetch_ended(self._clock.now_ms())
 
     async def offset_for_timestamp(self, timestamp_ms: int) -> int:
         return await self._reads.offset_for_timestamp(timestamp_ms)

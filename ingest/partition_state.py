@@ -62,6 +62,9 @@ class Partition:
         self.offline_reason: str | None = None
         self.storage_stall: StorageStall | None = None
         self.paused = False
+        # paused for idleness (``auto_pause_ms``, ingest.idle_pause): the writer holds
+        # publishes until the mark is removed, then stores them
+        self.idle_paused = False
         # set from the stream's znode on every reconcile: the writer refuses every cycle
         self.read_only = False
         self.followers = FollowerTracker(broker_id, self.replicas)

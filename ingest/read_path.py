@@ -28,6 +28,10 @@ class FetchResult:
     log_start_offset: int
     table: pa.Table | None = None
     """The records as one Arrow table (FETCH_SCHEMA) instead of ``records``, when asked."""
+    next_offset: int | None = None
+    """Where the next read continues, when that is not after the last record: a lake range
+    (``ingest.lake_tier``) of a compacted lake may hold fewer rows than it spans, or none.
+    None: the last record + 1 (or ``offset`` when there is none)."""
 
 
 class ReadPath:

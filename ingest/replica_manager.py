@@ -29,6 +29,7 @@ from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
 from coordinator.znodes import PartitionState, StreamRecord
 from ingest.clock import SYSTEM_CLOCK, Clock
+from ingest.idle_pause import IdleMarker
 from ingest.lake_identity import LakeIdentity
 from ingest.lake_safety import LakeSafety
 from ingest.metrics import NodeMetrics
@@ -204,6 +205,7 @@ class ReplicaManager:
             self._restart_pending.add(key)  # an earlier incarnation of this broker held it
         replica = await self._open_replica(key, view, state)
         replica.adopt_stream(view.record.spec, view.record.read_only)
+        replica.idle.adopt(key[1] in view.record.idle_paused_partitions)
         state, version = await self._guard_lost_data(key, replica, state, view.versions[key[1]])
         if key in self._restart_pending:
             state, version = await self._guard_restarted_leadership(key, replica, state, version)
@@ -238,6 +240,7 @@ class ReplicaManager:
             clock=self._clock,
         )
         replica.isr_writer = self._isr_writer(key)
+        replica.idle.marker = self._idle_marker(key)
         replica.subject_recorded_elsewhere = functools.partial(self.recorded_elsewhere, key[0])
         await replica.open()
         self.replicas[key] = replica
@@ -359,6 +362,14 @@ class ReplicaManager:
             )
 
         return write
+
+    def _idle_marker(self, key: tuple[str, int]) -> IdleMarker:
+        async def mark(idle: bool) -> None:
+            if not self._session.connected:  # refuse at once rather than wait for a reconnect
+                raise ZkNotSentError("not connected to ZooKeeper: the idle mark was not sent")
+            await asyncio.to_thread(self._store.set_idle_paused, key[0], key[1], idle)
+
+        return mark
 
     def recorded_elsewhere(self, stream: str, subject: str) -> bool:
         """Whether an active (neither paused nor read-only) stream other than ``stream``

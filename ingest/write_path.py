@@ -65,6 +65,10 @@ class WriteHooks(Protocol):
 
     async def run_maintenance(self) -> None: ...
 
+    async def resume_idle(self) -> None:
+        """Resume a partition paused for idleness; StreamPausedError if it cannot be."""
+        ...
+
     def recorded_by_another_stream(self, subject: str) -> bool:
         """Whether an active stream other than this one records ``subject``."""
         ...
@@ -290,13 +294,25 @@ class LeaderWritePath:
 
     async def _write_cycle(self, items: list[ProduceRequest]) -> None:
         """Sequence, encode and append one cycle; with fsync=always the flusher commits it."""
-        refusal = self._partition.write_refusal() or self._encryption_refusal()
+        refusal = await self._idle_refusal()
+        refusal = refusal or self._partition.write_refusal() or self._encryption_refusal()
         if refusal is not None:
             for req in items:
                 self._refuse(req, refusal)
             return
         async with self._write_lock:
             await self._write_cycle_locked(items)
+
+    async def _idle_refusal(self) -> LiftlogError | None:
+        """A partition paused for idleness holds the cycle (and, through back-pressure,
+        further publishes) until it is resumed; refused if the resume fails or times out."""
+        if not self._partition.idle_paused:
+            return None
+        try:
+            await self._hooks.resume_idle()
+        except StreamPausedError as exc:
+            return exc
+        return None
 
     def _encryption_refusal(self) -> LiftlogError | None:
         """An encrypted stream whose data key this node could not unwrap stores nothing: a

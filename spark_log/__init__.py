@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Ack", "Client", "Record", "SyncClient", "__version__"]
+__all__ = ["Ack", "Client", "Cursor", "Record", "SyncClient", "__version__"]
 
 if TYPE_CHECKING:
     from spark_log.api_models import Ack
     from spark_log.client import Client
     from spark_log.log import Record
+    from spark_log.positions import Cursor
     from spark_log.sync_client import SyncClient
 
 
@@ -25,6 +26,10 @@ def __getattr__(name: str) -> Any:
         from spark_log.sync_client import SyncClient
 
         return SyncClient
+    if name == "Cursor":
+        from spark_log.positions import Cursor
+
+        return Cursor
     if name == "Record":
         from spark_log.log import Record
 

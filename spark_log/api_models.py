@@ -63,9 +63,16 @@ class StreamSummary(JsonModel):
     delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS
     encryption: bool = False
     timestamp_type: TimestampType = DEFAULT_TIMESTAMP_TYPE
+    auto_pause_ms: int | None = None
+    auto_pause_disable_if_subscribers: bool = False
+    internal: bool = False
+    """One of the nodes' own streams (``__cursors``): listed only with ``?internal=true``."""
     paused: bool = False
     read_only: bool = False
     """Publishes are refused with ``stream_readonly``; reads go on."""
+    idle_paused_partitions: tuple[int, ...] = ()
+    """Partitions paused for idleness (``auto_pause_ms``): the next publish or consumer
+    fetch resumes them. Apart from ``paused``, which only an operator's resume lifts."""
     created_at_ms: int = 0
 
 
@@ -145,9 +152,16 @@ class StreamDescription(JsonModel):
     delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS
     encryption: bool = False
     timestamp_type: TimestampType = DEFAULT_TIMESTAMP_TYPE
+    auto_pause_ms: int | None = None
+    auto_pause_disable_if_subscribers: bool = False
+    internal: bool = False
+    """One of the nodes' own streams (``__cursors``): listed only with ``?internal=true``."""
     paused: bool = False
     read_only: bool = False
     """Publishes are refused with ``stream_readonly``; reads go on."""
+    idle_paused_partitions: tuple[int, ...] = ()
+    """Partitions paused for idleness (``auto_pause_ms``): the next publish or consumer
+    fetch resumes them. Apart from ``paused``, which only an operator's resume lifts."""
     created_at_ms: int = 0
     lake: LakeRef | None = None
 
@@ -440,3 +454,154 @@ class PartitionDataKey(JsonModel):
     stream: str
     partition: int
     data_key: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class CursorView(JsonModel):
+    """``GET|PUT /v1/streams/{stream}/partitions/{partition}/cursors/{cursor_id}``: the offset
+    of the last record the cursor's consumer processed (it resumes at ``offset + 1``; -1:
+    nothing processed yet)."""
+
+    stream: str
+    partition: int
+    cursor_id: str
+    offset: int
+    set_at_ms: int = 0
+    """When the leader of its ``__cursors`` partition stored it (ms since the epoch)."""
+
+
+@dataclass(frozen=True)
+class CursorDeleted(JsonModel):
+    stream: str
+    partition: int
+    cursor_id: str
+    deleted: bool = True
+
+
+# ----------------------------------------------------------------------------- groups
+
+
+@dataclass(frozen=True)
+class MemberAssignment(JsonModel):
+    """A join or heartbeat answer: consume exactly ``assigned``; stop ``revoking``, commit
+    it, and leave it out of the next heartbeat's ``owned``."""
+
+    group: str
+    member_id: str
+    member_epoch: int
+    group_epoch: int
+    assigned: dict[str, list[int]] = field(default_factory=dict)
+    revoking: dict[str, list[int]] = field(default_factory=dict)
+    heartbeat_interval_ms: int = 5_000
+    session_timeout_ms: int = 45_000
+
+
+@dataclass(frozen=True)
+class MemberLeft(JsonModel):
+    group: str
+    member_id: str
+    left: bool = True
+
+
+@dataclass(frozen=True)
+class GroupOffset(JsonModel):
+    """A committed offset: the last offset processed (``None``: never committed)."""
+
+    stream: str
+    partition: int
+    offset: int | None = None
+
+
+@dataclass(frozen=True)
+class GroupCommitted(JsonModel):
+    group: str
+    committed: tuple[GroupOffset, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupOffsets(JsonModel):
+    """``GET /v1/groups/{group}/offsets``: every partition of the group's streams."""
+
+    group: str
+    offsets: tuple[GroupOffset, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupSummary(JsonModel):
+    group: str
+    members: int
+    group_epoch: int
+    state: str
+    """``stable`` (every member holds its target), ``reconciling`` or ``empty``."""
+
+
+@dataclass(frozen=True)
+class GroupList(JsonModel):
+    groups: tuple[GroupSummary, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupMember(JsonModel):
+    member_id: str
+    instance_id: str | None
+    member_epoch: int
+    streams: tuple[str, ...] = ()
+    assigned: dict[str, list[int]] = field(default_factory=dict)
+    revoking: dict[str, list[int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GroupPartition(JsonModel):
+    """``lag`` = ``high_watermark - (committed + 1)``; null when nothing is committed (or the
+    partition has no leader to report its HW)."""
+
+    stream: str
+    partition: int
+    member_id: str | None = None
+    committed: int | None = None
+    high_watermark: int | None = None
+    lag: int | None = None
+
+
+@dataclass(frozen=True)
+class GroupDescription(JsonModel):
+    group: str
+    group_epoch: int
+    state: str
+    coordinator: int
+    """Broker id of the group's coordinator (the leader of its ``__cursors`` partition)."""
+    members: tuple[GroupMember, ...] = ()
+    partitions: tuple[GroupPartition, ...] = ()
+
+
+@dataclass(frozen=True)
+class OffsetResetEntry(JsonModel):
+    """``new`` is the committed offset a reset writes: members resume at ``new + 1``."""
+
+    stream: str
+    partition: int
+    current: int | None
+    new: int
+
+
+@dataclass(frozen=True)
+class GroupOffsetsReset(JsonModel):
+    group: str
+    execute: bool
+    offsets: tuple[OffsetResetEntry, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupDeleted(JsonModel):
+    group: str
+    deleted: bool = True
+
+
+@dataclass(frozen=True)
+class ActivityStatus(JsonModel):
+    """``GET|PUT /v1/cluster/activity``: whether admin operations are recorded in the
+    ``__activity`` stream, and how many wait in ZooKeeper to be appended to it."""
+
+    enabled: bool
+    stream: str
+    pending: int = 0

@@ -11,7 +11,6 @@ import asyncio
 import datetime as dt
 import itertools
 import time
-import zlib
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -32,7 +31,9 @@ from spark_log.api_models import (
 )
 from spark_log.auth_admin import AuthAdminMixin
 from spark_log.credentials import ClientCredentials, rest_credentials
+from spark_log.cursor_client import CursorMixin
 from spark_log.errors import (
+    CursorNotFoundError,
     InvalidRequestError,
     LiftlogError,
     NoRespondersError,
@@ -40,12 +41,21 @@ from spark_log.errors import (
     RequestTimeoutError,
     UnavailableError,
 )
+from spark_log.group_consumer import (
+    DEFAULT_GROUP_FETCH_RECORDS,
+    DEFAULT_GROUP_WAIT_MS,
+    GroupConsumer,
+    RebalanceCallback,
+)
 from spark_log.log import Record
+from spark_log.log.fetch_table import records_of_fetch_table
 from spark_log.nats_config import NatsCredentials, nats_credentials_from_env
 from spark_log.nats_io import widen_read_buffer
 from spark_log.nats_options import nats_auth_options
+from spark_log.partitioner import partition_for_key
 from spark_log.positions import (
     STOP_LATEST,
+    Cursor,
     Start,
     StartName,
     Stop,
@@ -91,7 +101,7 @@ FLUSH_TIMEOUT_S = 120.0
 # the status nats-server puts on the reply when no subscriber listens on the subject
 NO_RESPONDERS_STATUS = "503"
 
-__all__ = ["Ack", "Client", "Fetched", "Start", "Stop", "partition_for_key"]
+__all__ = ["Ack", "Client", "Cursor", "Fetched", "Start", "Stop", "partition_for_key"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,16 +109,13 @@ class Fetched:
     records: list[Record]
     high_watermark: int
     next_offset: int
+    """Where the next fetch continues: the node's ``Liftlog-Next-Offset``, which may lie past
+    the last record returned (a range of a key-compacted lake may hold none)."""
     end_reached: bool = False
     """The fetch's stop timestamp or stop offset is reached (see ``Client.subscribe``)."""
 
 
-def partition_for_key(key: bytes, partitions: int) -> int:
-    """Stable key → partition mapping (CRC-32, the same in every client)."""
-    return zlib.crc32(key) % partitions
-
-
-class Client(AuthAdminMixin):
+class Client(AuthAdminMixin, CursorMixin):
     """Async client. Use ``async with Client(servers=...) as client:``.
 
     Token and ACL administration (``create_token``, ``add_acl``, ...) come from
@@ -548,9 +555,46 @@ class Client(AuthAdminMixin):
             if fetched.end_reached:
                 return
 
+    def consume(
+        self,
+        group: str,
+        streams: Iterable[str],
+        *,
+        auto_commit: bool = True,
+        auto_commit_interval_s: float = 5.0,
+        auto_offset_reset: str = "latest",
+        session_timeout_ms: int | None = None,
+        instance_id: str | None = None,
+        on_assign: RebalanceCallback | None = None,
+        on_revoke: RebalanceCallback | None = None,
+        max_records: int = DEFAULT_GROUP_FETCH_RECORDS,
+        wait_ms: int = DEFAULT_GROUP_WAIT_MS,
+    ) -> GroupConsumer:
+        """A member of consumer group ``group`` reading ``streams`` (see
+        ``spark_log.group_consumer``); it joins on ``async with`` or the first ``async for``."""
+        return GroupConsumer(
+            self,
+            group,
+            streams,
+            auto_commit=auto_commit,
+            auto_commit_interval_s=auto_commit_interval_s,
+            auto_offset_reset=auto_offset_reset,
+            session_timeout_ms=session_timeout_ms,
+            instance_id=instance_id,
+            on_assign=on_assign,
+            on_revoke=on_revoke,
+            max_records=max_records,
+            wait_ms=wait_ms,
+        )
+
     async def start_offset(self, stream: str, partition: int, start: Start) -> int:
         """The offset ``start`` means now (see ``subscribe``); an offset is taken as given."""
         start = check_start(start)
+        if isinstance(start, Cursor):
+            resolved = await self._cursor_start(stream, partition, start)
+            if isinstance(resolved, int):
+                return resolved
+            start = resolved
         if isinstance(start, int):
             return start
         if isinstance(start, dt.datetime):
@@ -561,13 +605,25 @@ class Client(AuthAdminMixin):
             fetched = await self.fetch(stream, partition, start=start, max_records=1)
         return _first_offset(fetched)
 
+    async def _cursor_start(self, stream: str, partition: int, start: Cursor) -> int | StartName:
+        """The offset after the cursor's, or its ``if_unset`` start when it was never set."""
+        value = await self.fetch_cursor(start.cursor_id, stream, partition)
+        if value is not None:
+            return value + 1
+        if start.if_unset is None:
+            raise CursorNotFoundError(
+                f"cursor {start.cursor_id!r} was never set on {stream}/{partition}"
+            )
+        return start.if_unset
+
     async def _stop_bounds(
         self, stream: str, partition: int, stop: Stop | None, stop_at_end: bool
     ) -> StopBounds:
         """``stop`` as fetch bounds; the HW is read once, here, when ``"latest"`` needs it."""
         hw = None
         if stop == STOP_LATEST or stop_at_end:
-            hw = (await self.fetch(stream, partition, None, max_records=1)).high_watermark
+            # new-only reads nothing (it starts at the HW): only the HW is wanted here
+            hw = (await self.fetch(stream, partition, start="new-only")).high_watermark
         bounds = stop_bounds(stop, hw)
         if not stop_at_end:
             return bounds
@@ -797,19 +853,4 @@ def encode_arrow_table(table: pa.Table) -> bytes:
 
 def decode_fetch_arrow(body: bytes) -> list[Record]:
     """Records of an Arrow fetch response (columns of the REST fetch schema)."""
-    table = pa.ipc.open_stream(pa.py_buffer(body)).read_all()
-    if table.num_rows == 0:
-        return []
-    cols = {name: table.column(name).to_pylist() for name in table.column_names}
-    timestamps = table.column("timestamp").cast(pa.int64()).to_pylist()
-    return [
-        Record(
-            offset=cols["offset"][i],
-            timestamp=timestamps[i],
-            key=cols["key"][i],
-            value=cols["value"][i],
-            headers=[(h["key"], h["value"]) for h in cols["headers"][i] or []],
-            subject=cols["subject"][i],
-        )
-        for i in range(table.num_rows)
-    ]
+    return records_of_fetch_table(pa.ipc.open_stream(pa.py_buffer(body)).read_all())

@@ -14,8 +14,10 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from spark_log.auth_config import AuthConfig
+from spark_log.cursors_config import CursorsConfig
 from spark_log.encryption_config import EncryptionConfig
 from spark_log.errors import ConfigError
+from spark_log.groups_config import GroupsConfig
 from spark_log.limits_config import LimitsConfig
 from spark_log.nats_config import NatsCredentials
 from spark_log.storage_options import checked_storage_options
@@ -191,6 +193,8 @@ class NodeConfig:
     zk_security: ZkSecurityConfig = field(default_factory=ZkSecurityConfig)
     encryption: EncryptionConfig = field(default_factory=EncryptionConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
+    cursors: CursorsConfig = field(default_factory=CursorsConfig)
+    groups: GroupsConfig = field(default_factory=GroupsConfig)
 
     def __post_init__(self) -> None:
         if self.broker_id < 0:

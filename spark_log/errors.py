@@ -107,6 +107,27 @@ class InvalidTimestampError(LiftlogError):
     code = "invalid_timestamp"
 
 
+class InternalStreamError(LiftlogError):
+    """A delete, alter, pause or read-only switch named one of the nodes' own streams
+    (``__cursors``): they hold every cursor and group offset, so the API never changes them."""
+
+    code = "internal_stream"
+
+
+class CursorNotFoundError(LiftlogError):
+    """No cursor of that id was ever set (or it was deleted) for the stream partition: a
+    cursor never set is not offset 0, which means record 0 was processed."""
+
+    code = "cursor_not_found"
+
+
+class CoordinatorLoadingError(LiftlogError):
+    """The ``__cursors`` partition's new leader is still reading its log into memory (Kafka's
+    COORDINATOR_LOAD_IN_PROGRESS): retry shortly, nothing was changed."""
+
+    code = "coordinator_loading"
+
+
 class ImmutableFieldError(LiftlogError):
     """An alter tried to change what a stream cannot change in place (its name, subject,
     replication factor, load balancing or encryption), or to remove partitions."""
@@ -224,3 +245,46 @@ class DecryptionError(LiftlogError):
     reported, never returned as garbage."""
 
     code = "decryption_failed"
+
+
+class GroupNotFoundError(LiftlogError):
+    """No consumer group of that name has members or committed offsets."""
+
+    code = "group_not_found"
+
+
+class GroupNotEmptyError(LiftlogError):
+    """An offsets reset (or delete) of a group that still has members: as in Kafka, only an
+    empty group's offsets may be moved, or a live member would overwrite them."""
+
+    code = "group_not_empty"
+
+
+class StaleMemberEpochError(LiftlogError):
+    """A group request carried a member epoch the coordinator no longer accepts for what it
+    names (KIP-848's STALE_MEMBER_EPOCH): heartbeat, take the new epoch, retry."""
+
+    code = "stale_member_epoch"
+
+
+class FencedMemberError(LiftlogError):
+    """The group does not know this member (it left, expired or was replaced) or its claims
+    are unsafe (KIP-848's UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH): drop every partition
+    without committing and join again."""
+
+    code = "fenced_member"
+
+
+class GroupManagedError(LiftlogError):
+    """A direct set or delete of a ``__group:<group>`` cursor while the group has members:
+    its offsets are the members' commits; stop them, or use the group's offsets reset."""
+
+    code = "group_managed"
+
+
+class NoCommittedOffsetError(LiftlogError):
+    """A group member was assigned a partition with no committed offset while its
+    ``auto_offset_reset`` is ``"none"`` (Kafka's NoOffsetForPartitionException). Raised by
+    the client only."""
+
+    code = "no_committed_offset"

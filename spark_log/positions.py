@@ -1,10 +1,11 @@
 """Where a subscription starts and where it stops (Liftbridge's start and stop positions).
 
-Starts: ``"earliest"`` (the log start), ``"latest"`` (the last committed record, inclusive;
-on an empty partition the same as ``"new-only"``), ``"new-only"`` (only records committed
-after subscribing: the high watermark), an offset, or a ``datetime`` (the first record at or
-after it). Stops: an offset (inclusive), ``"latest"`` (the last record committed when the
-subscription starts: it ends even while more are published), or a ``datetime`` (it ends
+Starts: ``"earliest"`` (the first offset readable, in the lake or the log), ``"latest"``
+(the last committed record, inclusive; on an empty partition the same as ``"new-only"``),
+``"new-only"`` (only records committed after subscribing: the high watermark), an offset, a
+``datetime`` (the first record at or after it), or a ``Cursor`` (the record after the
+cursor's offset). Stops: an offset (inclusive), ``"latest"`` (the last record committed when
+the subscription starts: it ends even while more are published), or a ``datetime`` (it ends
 before the first record stamped after it). Checked here, before any request, so a mistake is
 an ``InvalidRequestError`` that names it rather than a 422 from a node.
 """
@@ -19,8 +20,20 @@ from spark_log.errors import InvalidRequestError
 
 StartName = Literal["earliest", "latest", "new-only"]
 START_NAMES: tuple[StartName, ...] = ("earliest", "latest", "new-only")
-Start = StartName | int | dt.datetime
-"""A subscription's start: a name from ``START_NAMES``, an offset or a time."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """Start after a cursor's offset (the last record its consumer processed): resume where
+    ``set_cursor`` left off. ``if_unset``: where to start when the cursor was never set (None:
+    CursorNotFoundError instead)."""
+
+    cursor_id: str
+    if_unset: StartName | None = "earliest"
+
+
+Start = StartName | int | dt.datetime | Cursor
+"""A subscription's start: a name from ``START_NAMES``, an offset, a time or a cursor."""
 Stop = Literal["latest"] | int | dt.datetime
 """A subscription's stop: ``"latest"``, an offset (inclusive) or a time."""
 STOP_LATEST: Literal["latest"] = "latest"
@@ -47,10 +60,15 @@ def check_start(start: object) -> Start:
         return start
     if isinstance(start, dt.datetime):
         return start
+    if isinstance(start, Cursor):
+        if start.if_unset is not None and start.if_unset not in START_NAMES:
+            raise InvalidRequestError(f"invalid if_unset {start.if_unset!r} of {start!r}")
+        return start
     if isinstance(start, str) and start in START_NAMES:
         return start
     raise InvalidRequestError(
-        f"start must be {', '.join(repr(n) for n in START_NAMES)}, an offset or a datetime; "
+        f"start must be {', '.join(repr(n) for n in START_NAMES)}, an offset, a datetime or a "
+        "Cursor; "
         f"got {start!r}"
     )
 

@@ -45,6 +45,7 @@ _BOUNDED_INTS = (
     "retention_messages",
     "max_record_bytes",
     "delete_retention_ms",
+    "auto_pause_ms",
 )
 # Kafka's delete.retention.ms default: a tombstone stays readable for a day after it could be
 # compacted away, so a consumer that is less than a day behind still sees the delete.
@@ -65,6 +66,8 @@ ALTERABLE_FIELDS: tuple[str, ...] = (
     "compaction_interval_s",
     "delete_retention_ms",
     "timestamp_type",
+    "auto_pause_ms",
+    "auto_pause_disable_if_subscribers",
 )
 IMMUTABLE_FIELD_REASONS: dict[str, str] = {
     "name": "a stream cannot be renamed",
@@ -72,7 +75,14 @@ IMMUTABLE_FIELD_REASONS: dict[str, str] = {
     "replication_factor": "move replicas with `liftlog stream reassign` instead",
     "load_balance": "it decides which subject each partition listens on",
     "encryption": "records already stored keep the form they were written in",
+    "internal": "the nodes decide which streams are their own",
 }
+
+CURSORS_STREAM = "__cursors"
+"""Where cursors and consumer-group offsets live (Kafka's ``__consumer_offsets``)."""
+ACTIVITY_STREAM = "__activity"
+"""Every admin operation, in order, when the cluster records them (Liftbridge's activity)."""
+INTERNAL_STREAMS: tuple[str, ...] = (CURSORS_STREAM, ACTIVITY_STREAM)
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TOKEN_RE = re.compile(r"^[^\s.*>]+$")
@@ -109,17 +119,31 @@ class StreamSpec:
     """``log_append``: a record's timestamp is the leader's append time. ``create``: the
     producer's ``Liftlog-Timestamp`` header (ms) when present, refused outside the node's
     ``ingest.max_timestamp_skew_ms`` of the leader's clock; append time without it."""
+    auto_pause_ms: int | None = None
+    """Liftbridge's ``autoPauseTime``: a partition whose leader has appended nothing for this
+    long is paused until the next publish or consumer fetch resumes it (None: never)."""
+    auto_pause_disable_if_subscribers: bool = False
+    """Liftbridge's ``autoPauseDisableIfSubscribers``: a consumer fetch waiting or made within
+    ``auto_pause_ms`` keeps the partition from pausing."""
+    internal: bool = False
+    """A stream the nodes keep for themselves (``__cursors``): no NATS subscription, no lake
+    export, hidden from the stream list, and never deleted or altered through the API."""
 
     def __post_init__(self) -> None:
-        validate_stream_name(self.name)
-        validate_subject(self.subject)
+        if self.internal:
+            _validate_internal(self)
+        else:
+            if is_internal_stream(self.name):
+                raise InvalidRequestError(f"stream name {self.name!r} is reserved for the nodes")
+            validate_stream_name(self.name)
+            validate_subject(self.subject)
         if not 1 <= self.partitions <= MAX_PARTITIONS:
             raise InvalidRequestError(f'"partitions" must be in 1..{MAX_PARTITIONS}')
         if self.replication_factor < 1:
             raise InvalidRequestError('"replication_factor" must be >= 1')
         if self.min_isr is not None and not 1 <= self.min_isr <= self.replication_factor:
             raise InvalidRequestError('"min_isr" must be between 1 and "replication_factor"')
-        for name in ("retention_ms", "retention_bytes", "retention_messages"):
+        for name in ("retention_ms", "retention_bytes", "retention_messages", "auto_pause_ms"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise InvalidRequestError(f'"{name}" must be > 0 when set')
@@ -158,6 +182,11 @@ class StreamSpec:
         data = dataclasses.asdict(self)
         if self.timestamp_type == DEFAULT_TIMESTAMP_TYPE:
             del data["timestamp_type"]
+        for name in ("auto_pause_ms", "auto_pause_disable_if_subscribers"):
+            if not data[name]:
+                del data[name]  # likewise for the auto-pause fields (off by default)
+        if not self.internal:
+            del data["internal"]
         return data
 
     @classmethod
@@ -213,7 +242,26 @@ def _validate_compaction(spec: StreamSpec) -> None:
         raise InvalidRequestError('"delete_retention_ms" must be >= 0')
 
 
+def internal_subject(name: str) -> str:
+    """The subject an internal stream's spec names: under ``_LIFTLOG``, which no user stream
+    may record, and never subscribed to (internal records come from the nodes themselves)."""
+    return f"_LIFTLOG.internal.{name}"
+
+
+def is_internal_stream(name: str) -> bool:
+    """User stream names start with a letter or digit, so ``__`` names cannot collide."""
+    return name in INTERNAL_STREAMS
+
+
+def _validate_internal(spec: StreamSpec) -> None:
+    if not is_internal_stream(spec.name) or spec.subject != internal_subject(spec.name):
+        raise InvalidRequestError(f"{spec.name!r} is not an internal stream")
+
+
 def validate_stream_name(name: str) -> None:
+    """A user stream's name, or one of the internal streams' (safe in paths and znodes)."""
+    if is_internal_stream(name):
+        return
     if not name or len(name) > MAX_STREAM_NAME_LENGTH or not _NAME_RE.match(name):
         raise InvalidRequestError(
             f"invalid stream name {name!r}: use letters, digits, '.', '_' and '-' "

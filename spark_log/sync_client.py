@@ -125,6 +125,9 @@ class SyncClient:
     add_acl = _blocking(Client.add_acl)
     list_acls = _blocking(Client.list_acls)
     remove_acl = _blocking(Client.remove_acl)
+    set_cursor = _blocking(Client.set_cursor)
+    fetch_cursor = _blocking(Client.fetch_cursor)
+    delete_cursor = _blocking(Client.delete_cursor)
 
     def publish_batch(
         self,

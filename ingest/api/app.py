@@ -12,12 +12,15 @@ from fastapi_offline import FastAPIOffline
 from pydantic import ValidationError
 
 from ingest import admin, decommission, preferred_election, reassign
+from ingest.api.activity_routes import install_activity_routes
 from ingest.api.auth import auth_dependency, principal_of
 from ingest.api.auth_first import authenticating_route_class
 from ingest.api.auth_routes import install_auth_routes
 from ingest.api.body_limit import BodyLimitMiddleware
+from ingest.api.cursor_routes import install_cursor_routes
 from ingest.api.encryption_routes import install_encryption_routes
 from ingest.api.errors import ERROR_RESPONSES, install_error_handlers
+from ingest.api.group_routes import install_group_routes
 from ingest.api.models import (
     ControlledShutdown,
     Decommission,
@@ -27,6 +30,7 @@ from ingest.api.models import (
     StreamCreate,
 )
 from ingest.api.strict_params import refuse_unknown_params
+from ingest.cursors import CursorService
 from ingest.fetch_positions import (
     START_PATTERN,
     FetchLimits,
@@ -35,6 +39,8 @@ from ingest.fetch_positions import (
     fetch_until_stop,
     named_start_offset,
 )
+from ingest.groups import GroupService
+from ingest.lake_tier import LakeTier
 from ingest.produce_request import (
     ProduceAck,
     ProduceRequest,
@@ -45,6 +51,7 @@ from ingest.produce_request import (
     local_request,
     normalize_batch_table,
 )
+from ingest.tiered_fetch import TieredReads
 from spark_log.api_models import (
     BrokerInfo,
     ClusterInfo,
@@ -65,6 +72,7 @@ from spark_log.api_models import (
 )
 from spark_log.auth import Action, stream_resource
 from spark_log.errors import (
+    CursorNotFoundError,
     InvalidRequestError,
     NotLeaderError,
     RequestTooLargeError,
@@ -94,12 +102,24 @@ def create_app(node: IngestNode) -> FastAPI:
     app.router.route_class = authenticating_route_class(node.auth)
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=node.config.limits.max_request_bytes)
+    cursors = CursorService(node)
     _stream_routes(app, node)
-    _record_routes(app, node)
+    _record_routes(app, node, cursors)
     _cluster_routes(app, node)
     install_auth_routes(app, node, node.auth)
     install_encryption_routes(app, node)
+    install_activity_routes(app, node)
+    groups = GroupService(node, cursors)
+    install_cursor_routes(app, cursors, groups.refuse_if_managed)
+    install_group_routes(app, node, groups)
+    app.state.closers = [groups.close]
     return app
+
+
+async def close_app(app: FastAPI) -> None:
+    """Stop what the routes started in the background (the group session expiry task)."""
+    for close in app.state.closers:
+        await close()
 
 
 def _stream_routes(app: FastAPI, node: IngestNode) -> None:
@@ -118,14 +138,16 @@ def _stream_routes(app: FastAPI, node: IngestNode) -> None:
         return described
 
     @app.get("/v1/streams", tags=["streams"], response_model=StreamList)
-    async def list_streams(request: Request) -> StreamList:
-        """The streams the caller may describe (all of them for a super user)."""
+    async def list_streams(request: Request, internal: bool = False) -> StreamList:
+        """The streams the caller may describe (all of them for a super user); the nodes'
+        own streams (``__cursors``) only with ``?internal=true``."""
         principal = principal_of(request)
         return StreamList(
             tuple(
                 s
                 for s in await admin.list_streams(node)
-                if node.auth.allows(principal, Action.DESCRIBE, stream_resource(s.name))
+                if (internal or not s.internal)
+                and node.auth.allows(principal, Action.DESCRIBE, stream_resource(s.name))
             )
         )
 
@@ -244,7 +266,37 @@ def _stream_routes(app: FastAPI, node: IngestNode) -> None:
         return await admin.flush_partition(node, stream, partition)
 
 
-def _record_routes(app: FastAPI, node: IngestNode) -> None:
+async def _fetch_start(
+    reads: TieredReads, offset: int | None, timestamp: int | None, start: str | None
+) -> int:
+    """The offset a fetch starts at; with none given, ``earliest`` (the lake's first offset
+    when the lake holds records below the log start)."""
+    if timestamp is not None:
+        return await reads.offset_for_timestamp(timestamp)
+    if start is not None and start != "earliest":
+        return named_start_offset(reads.log, start)
+    if offset is not None:
+        return offset
+    return await reads.earliest_offset()
+
+
+async def _cursor_start(
+    cursors: CursorService, stream: str, partition: int, cursor_id: str, fallback: str | None
+) -> tuple[int | None, str | None]:
+    """(offset, None) after the cursor's offset, or (None, ``fallback``) when it was never
+    set and a fallback start was given."""
+    try:
+        view = await cursors.fetch(stream, partition, cursor_id, forwarded=False)
+    except CursorNotFoundError:
+        if fallback is None:
+            raise
+        return None, fallback
+    return view.offset + 1, None
+
+
+def _record_routes(app: FastAPI, node: IngestNode, cursors: CursorService) -> None:
+    lake = LakeTier()
+
     @app.get(
         "/v1/streams/{stream}/partitions/{partition}/records",
         tags=["records"],
@@ -271,6 +323,13 @@ def _record_routes(app: FastAPI, node: IngestNode) -> None:
                 description="earliest | latest (the last committed record) | new-only (the HW)",
             ),
         ] = None,
+        cursor: Annotated[
+            str | None,
+            Query(
+                description="a cursor id: start after its offset; with start, that start "
+                "when the cursor was never set (else 404 cursor_not_found)"
+            ),
+        ] = None,
         stop_offset: Annotated[
             int | None, Query(ge=0, description="the last offset to return (inclusive)")
         ] = None,
@@ -293,7 +352,7 @@ def _record_routes(app: FastAPI, node: IngestNode) -> None:
         """Committed records (below the high watermark) from an offset, a timestamp or a named
         start, up to an optional stop; ``end_reached`` (JSON) or the ``Liftlog-End-Reached``
         header (Arrow) says the stop was reached."""
-        check_start_choice(offset, timestamp, start)
+        check_start_choice(offset, timestamp, None if cursor is not None else start, cursor)
         replica = node.replicas.replica(stream, partition)
         if not from_follower and not replica.is_leader:
             raise NotLeaderError(
@@ -301,12 +360,10 @@ def _record_routes(app: FastAPI, node: IngestNode) -> None:
                 f"(leader: {replica.leader_id}); ask the leader or pass from_follower=true"
             )
         limits = node.config.ingest
-        if timestamp is not None:
-            offset = await replica.offset_for_timestamp(timestamp)
-        elif start is not None:
-            offset = named_start_offset(replica.log, start)
-        elif offset is None:
-            offset = replica.log.log_start_offset
+        reads = TieredReads(replica, lake)
+        if cursor is not None:
+            offset, start = await _cursor_start(cursors, stream, partition, cursor, start)
+        offset = await _fetch_start(reads, offset, timestamp, start)
         arrow = ARROW_STREAM_MEDIA_TYPE in request.headers.get("accept", "")
         bounds = FetchLimits(
             min(max_records, limits.max_fetch_records),
@@ -314,7 +371,7 @@ def _record_routes(app: FastAPI, node: IngestNode) -> None:
             min(wait_ms, limits.max_wait_ms),
         )
         result = await fetch_until_stop(
-            replica, offset, Stop(stop_offset, stop_timestamp), bounds, arrow=arrow
+            reads, offset, Stop(stop_offset, stop_timestamp), bounds, arrow=arrow
         )
         headers = result.headers()
         if arrow:
@@ -357,6 +414,7 @@ def _record_routes(app: FastAPI, node: IngestNode) -> None:
     ) -> PublishResult:
         """Append records (JSON, or an Arrow IPC stream with value/key/headers columns);
         refusals carry their code (409 stream_paused, 503 not_enough_replicas, ...)."""
+        admin.refuse_internal(stream, "published to (only the nodes write it)")
         replica = node.replicas.replica(stream, partition)
         policy = ack_policy_or_default(ack_policy, replica.spec)
         subject = replica.spec.partition_subject(partition)

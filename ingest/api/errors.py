@@ -33,6 +33,9 @@ STATUS_BY_CODE: dict[str, int] = {
     "stream_paused": 409,
     "stream_readonly": 409,
     "immutable_field": 409,
+    "internal_stream": 409,
+    "cursor_not_found": 404,
+    "coordinator_loading": 503,
     "invalid_timestamp": 422,
     "not_enough_replicas": 503,
     "not_enough_replicas_after_append": 503,
@@ -59,6 +62,11 @@ STATUS_BY_CODE: dict[str, int] = {
     "forbidden": 403,
     "token_not_found": 404,
     "acl_not_found": 404,
+    "group_not_found": 404,
+    "group_not_empty": 409,
+    "stale_member_epoch": 409,
+    "fenced_member": 409,
+    "group_managed": 409,
 }
 
 # Errors that report bad stored data, not a defect of the code: logged with the partition

@@ -53,6 +53,15 @@ class StreamCreate(_Strict):
         description="log_append: the leader's append time; create: the producer's "
         "Liftlog-Timestamp header (ms), within the nodes' ingest.max_timestamp_skew_ms",
     )
+    auto_pause_ms: int | None = Field(
+        None,
+        gt=0,
+        description="Pause a partition after this long without appends; the next publish "
+        "or consumer fetch resumes it (null: never)",
+    )
+    auto_pause_disable_if_subscribers: bool = Field(
+        False, description="A waiting or recent consumer fetch keeps a partition from pausing"
+    )
 
 
 class PublishRecord(_Strict):
@@ -103,6 +112,8 @@ class StreamAlter(_Strict):
     compaction_interval_s: float | None = Field(None, gt=0)
     delete_retention_ms: int | None = Field(None, ge=0)
     timestamp_type: Literal["log_append", "create"] | None = None
+    auto_pause_ms: int | None = Field(None, gt=0, description="null: never auto-pause")
+    auto_pause_disable_if_subscribers: bool | None = None
     name: str | None = Field(None, description="immutable")
     subject: str | None = Field(None, description="immutable")
     partitions: int | None = Field(
@@ -111,3 +122,61 @@ class StreamAlter(_Strict):
     replication_factor: int | None = Field(None, description="immutable: use reassign")
     load_balance: bool | None = Field(None, description="immutable")
     encryption: bool | None = Field(None, description="immutable")
+
+
+class CursorSet(_Strict):
+    """``PUT .../cursors/{cursor_id}``: the offset of the last record processed (-1: none)."""
+
+    offset: int = Field(ge=-1, le=2**63 - 1)
+
+
+class GroupJoin(_Strict):
+    """``POST /v1/groups/{group}/members``: join (member_id null) or rejoin a consumer group."""
+
+    member_id: str | None = Field(None, min_length=1, max_length=256)
+    instance_id: str | None = Field(
+        None, min_length=1, max_length=256, description="static membership (KIP-345)"
+    )
+    streams: list[str] = Field(min_length=1, description="the streams the member subscribes to")
+    session_timeout_ms: int | None = Field(
+        None, gt=0, description="null: the nodes' groups.session_timeout_ms"
+    )
+
+
+class GroupHeartbeat(_Strict):
+    """``POST /v1/groups/{group}/members/{member_id}/heartbeat``: what the member holds now."""
+
+    member_epoch: int = Field(ge=0)
+    owned: dict[str, list[int]] = Field(default_factory=dict)
+
+
+class GroupOffsetEntry(_Strict):
+    stream: str
+    partition: int = Field(ge=0)
+    offset: int = Field(ge=-1, le=2**63 - 1, description="the last offset processed")
+
+
+class GroupCommit(_Strict):
+    """``POST /v1/groups/{group}/offsets``: a member commits what it processed."""
+
+    member_id: str = Field(min_length=1)
+    member_epoch: int = Field(ge=0)
+    offsets: list[GroupOffsetEntry] = Field(min_length=1)
+
+
+class GroupOffsetsReset(_Strict):
+    """``POST /v1/groups/{group}/offsets/reset``: move an empty group's offsets of a stream."""
+
+    stream: str
+    to: Literal["earliest", "latest", "offset", "timestamp", "shift"]
+    value: int | None = Field(
+        None, description="offset: the next offset to read; timestamp: ms; shift: +/- records"
+    )
+    partitions: list[int] | None = Field(None, description="null: every partition")
+    execute: bool = Field(False, description="false: only the plan")
+
+
+class ActivitySwitch(_Strict):
+    """``PUT /v1/cluster/activity``: record admin operations in ``__activity``, or stop."""
+
+    enabled: bool

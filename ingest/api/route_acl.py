@@ -27,6 +27,7 @@ AUTHENTICATED = RouteRule()
 STREAM = "stream:{stream}"
 NEW_STREAM = "stream:{body.name}"  # the stream a create names in its body
 CLUSTER = CLUSTER_RESOURCE
+CURSOR_ROUTE = "/v1/streams/{stream}/partitions/{partition}/cursors/{cursor_id}"
 
 
 def _on_stream(action: Action) -> RouteRule:
@@ -50,6 +51,8 @@ ROUTE_RULES: dict[tuple[str, str], RouteRule] = {
     ("GET", "/v1/cluster"): AUTHENTICATED,
     ("POST", "/v1/cluster/controlled-shutdown"): _on_cluster(Action.CLUSTER_ADMIN),
     ("POST", "/v1/cluster/decommission"): _on_cluster(Action.CLUSTER_ADMIN),
+    ("GET", "/v1/cluster/activity"): _on_cluster(Action.DESCRIBE),
+    ("PUT", "/v1/cluster/activity"): _on_cluster(Action.CLUSTER_ADMIN),
     ("POST", "/v1/streams"): RouteRule(Action.CREATE, NEW_STREAM),
     ("GET", "/v1/streams"): AUTHENTICATED,  # lists only the streams the caller may describe
     ("GET", "/v1/streams/{stream}"): _on_stream(Action.DESCRIBE),
@@ -64,6 +67,10 @@ ROUTE_RULES: dict[tuple[str, str], RouteRule] = {
     ("GET", "/v1/streams/{stream}/partitions/{partition}"): _on_stream(Action.DESCRIBE),
     ("GET", "/v1/streams/{stream}/partitions/{partition}/records"): _on_stream(Action.CONSUME),
     ("POST", "/v1/streams/{stream}/partitions/{partition}/records"): _on_stream(Action.PUBLISH),
+    # Kafka's OffsetFetch needs Describe on the topic, OffsetCommit needs Read
+    ("GET", CURSOR_ROUTE): _on_stream(Action.DESCRIBE),
+    ("PUT", CURSOR_ROUTE): _on_stream(Action.CONSUME),
+    ("DELETE", CURSOR_ROUTE): _on_stream(Action.CONSUME),
     ("POST", "/v1/streams/{stream}/partitions/{partition}/unclean-election"): _on_cluster(
         Action.CLUSTER_ADMIN
     ),
@@ -80,6 +87,16 @@ ROUTE_RULES: dict[tuple[str, str], RouteRule] = {
     ("DELETE", "/v1/acls/{acl_id}"): _on_cluster(Action.AUTH_ADMIN),
     ("POST", "/v1/encryption/rotate"): _on_cluster(Action.CLUSTER_ADMIN),
     ("GET", "/v1/streams/{stream}/partitions/{partition}/data-key"): _on_stream(Action.CONSUME),
+    # consumer groups: the routes check each stream involved (ingest/api/group_routes.py)
+    ("POST", "/v1/groups/{group}/members"): AUTHENTICATED,
+    ("POST", "/v1/groups/{group}/members/{member_id}/heartbeat"): AUTHENTICATED,
+    ("DELETE", "/v1/groups/{group}/members/{member_id}"): AUTHENTICATED,
+    ("POST", "/v1/groups/{group}/offsets"): AUTHENTICATED,
+    ("GET", "/v1/groups/{group}/offsets"): AUTHENTICATED,
+    ("POST", "/v1/groups/{group}/offsets/reset"): AUTHENTICATED,
+    ("GET", "/v1/groups"): AUTHENTICATED,  # group names only
+    ("GET", "/v1/groups/{group}"): AUTHENTICATED,
+    ("DELETE", "/v1/groups/{group}"): _on_cluster(Action.DELETE),
 }
 
 # What anyone may read without a credential: the probes and the API's description.

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
-from ingest.api.app import create_app
+from ingest.api.app import close_app, create_app
 from ingest.api.tls_extension import HttpToolsTlsProtocol
 from spark_log.tls_config import ApiTlsConfig
 
@@ -51,8 +51,9 @@ def tls_options(tls: ApiTlsConfig) -> dict[str, Any]:
 
 class ApiServer:
     def __init__(self, node: IngestNode, host: str, port: int) -> None:
+        self._app = create_app(node)
         config = uvicorn.Config(
-            create_app(node),
+            self._app,
             host=host,
             port=port,
             log_level="warning",
@@ -78,3 +79,4 @@ class ApiServer:
         self._server.should_exit = True
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
+        await close_app(self._app)

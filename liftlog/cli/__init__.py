@@ -18,8 +18,10 @@ from liftlog.cli.auth import add_acl_parser, add_auth_parser
 from liftlog.cli.cluster import add_cluster_parser
 from liftlog.cli.compact import add_compact_parser
 from liftlog.cli.completion import add_completion_parser
+from liftlog.cli.cursor import add_cursor_parser
 from liftlog.cli.encryption import add_encryption_parser
 from liftlog.cli.flags import field_flags, to_cli_words
+from liftlog.cli.group import add_group_parser
 from liftlog.cli.parsing import parse_command_line
 from liftlog.cli.publish import add_publish_parser
 from liftlog.cli.standalone import add_node_parser, add_standalone_parser
@@ -70,6 +72,8 @@ def _parser_and_flags() -> tuple[argparse.ArgumentParser, dict[str, str]]:
     add_cluster_parser(sub)
     add_publish_parser(sub)
     add_tail_parser(sub)
+    add_cursor_parser(sub)
+    add_group_parser(sub)
     add_compact_parser(sub)
     add_auth_parser(sub)
     add_acl_parser(sub)

@@ -1,4 +1,5 @@
-"""``liftlog cluster ...``: cluster-wide admin actions over REST (decommission a broker)."""
+"""``liftlog cluster ...``: cluster-wide admin actions over REST (decommission a broker, the
+activity stream)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,16 @@ import argparse
 import json
 from typing import Any
 
-from liftlog.cli.common import add_json_arg, add_server_arg, rest
-from spark_log.api_models import DecommissionPlan
+from liftlog.cli.common import add_json_arg, add_server_arg, print_result, rest
+from spark_log.api_models import ActivityStatus, DecommissionPlan
+
+ACTIVITY_ROUTE = "/v1/cluster/activity"
 
 
 def add_cluster_parser(sub: Any) -> None:
-    cluster = sub.add_parser("cluster", help="cluster-wide admin actions (decommission a broker)")
+    cluster = sub.add_parser(
+        "cluster", help="cluster-wide admin actions (decommission, activity stream)"
+    )
     csub = cluster.add_subparsers(title="cluster commands", metavar="COMMAND")
     retire = csub.add_parser(
         "decommission",
@@ -24,6 +29,17 @@ def add_cluster_parser(sub: Any) -> None:
     add_json_arg(retire, "the plan")
     add_server_arg(retire)
     retire.set_defaults(run=_decommission)
+    activity = csub.add_parser(
+        "activity", help="record admin operations in the __activity stream (opt-in)"
+    )
+    activity.add_argument(
+        "action",
+        choices=["enable", "disable", "status"],
+        help="switch recording on or off, or show whether it is on",
+    )
+    add_json_arg(activity, "the state")
+    add_server_arg(activity)
+    activity.set_defaults(run=_activity)
 
 
 def _decommission(args: argparse.Namespace) -> int:
@@ -42,3 +58,15 @@ def _decommission(args: argparse.Namespace) -> int:
     if plan.submitted:
         print("follow with: liftlog stream reassign STREAM --status")
     return 0
+
+
+def _activity(args: argparse.Namespace) -> int:
+    client = rest(args)
+    if args.action == "status":
+        response = client.request("GET", ACTIVITY_ROUTE)
+    else:
+        body = {"enabled": args.action == "enable"}
+        response = client.request("PUT", ACTIVITY_ROUTE, json_body=body)
+    state = ActivityStatus.from_json(response.json())
+    line = f"activity {'enabled' if state.enabled else 'disabled'} ({state.stream}"
+    return print_result(args, state.to_json(), f"{line}, {state.pending} queued)")

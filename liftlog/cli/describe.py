@@ -24,6 +24,7 @@ DESCRIBE_HEADERS = [
     "LEO",
     "REPLICA LEOS",
     "LOG START",
+    "LAKE START",
     "LAKE",
     "",
 ]
@@ -45,8 +46,9 @@ def print_stream_list(streams: Iterable[StreamSummary]) -> None:
 
 def print_describe(body: StreamDescription) -> None:
     """The stream's line, its lake table, compaction, then one row per partition: LOG START
-    (first offset in the local log) beside LAKE (first offset not yet in the lake) shows
-    where reads switch from the lake to the nodes."""
+    (first offset in the local log) is where reads switch from the lake to the nodes; LAKE
+    START (first offset in the lake, ``-`` when it holds none) is where the lake's history
+    begins, and LAKE the first offset not yet in the lake."""
     state = _state(body)
     print(
         f"{body.name}  subject={body.subject}  partitions={len(body.partitions)}  "
@@ -58,6 +60,9 @@ def print_describe(body: StreamDescription) -> None:
         print("encryption: on (values encrypted at rest)")
     if body.timestamp_type == "create":
         print("timestamps: create time (the producer's Liftlog-Timestamp header)")
+    if body.auto_pause_ms is not None:
+        unless = ", unless consumers fetch" if body.auto_pause_disable_if_subscribers else ""
+        print(f"auto-pause: after {body.auto_pause_ms} ms without appends{unless}")
     print_table(DESCRIBE_HEADERS, [_partition_row(p) for p in body.partitions])
 
 
@@ -82,16 +87,20 @@ def _partition_row(p: PartitionState) -> list[Any]:
         num(p.log_end_offset),
         _leos(p.replica_log_end_offsets or {}),
         num(p.log_start_offset),
+        num(p.lake_start_offset),
         num(p.lake_offset),
         "OFFLINE" if p.offline else "",
     ]
 
 
 def _state(stream: StreamSummary | StreamDescription) -> str:
-    """``active``, ``paused``, ``read-only`` or ``paused,read-only``."""
+    """``active``, ``paused``, ``read-only``, ``idle-paused[0,2]`` (the partitions paused
+    for idleness), or several of them joined by commas."""
     words = ["paused"] if stream.paused else []
     if stream.read_only:
         words.append("read-only")
+    if stream.idle_paused_partitions:
+        words.append(f"idle-paused[{_ids(stream.idle_paused_partitions)}]")
     return ",".join(words) or "active"
 
 

@@ -42,6 +42,7 @@ OPTIONAL_SPEC_FIELDS = (
     "compaction_interval_s",
     "delete_retention_ms",
     "timestamp_type",
+    "auto_pause_ms",
 )
 
 
@@ -147,6 +148,17 @@ def _create_parser(ssub: Any) -> argparse.ArgumentParser:
         "Liftlog-Timestamp header (default: log_append)",
     )
     create.add_argument(
+        "--auto-pause-ms",
+        type=int,
+        help="pause a partition after this long without appends; the next publish or "
+        "consumer fetch resumes it (default: never)",
+    )
+    create.add_argument(
+        "--auto-pause-disable-if-subscribers",
+        action="store_true",
+        help="a waiting or recent consumer fetch keeps a partition from pausing (default: off)",
+    )
+    create.add_argument(
         "--encryption",
         action="store_true",
         help="encrypt values at rest (needs a master key on every node; default: off)",
@@ -162,7 +174,7 @@ def _alter_parser(ssub: Any) -> None:
     alter = ssub.add_parser(
         "alter",
         help="grow partitions, change retention, ack policy, min ISR, max record size, "
-        "compaction or timestamp type, live; "
+        "compaction, timestamp type or auto-pause, live; "
         "every flag defaults to unchanged",
     )
     alter.add_argument("name", help="the stream")
@@ -206,6 +218,17 @@ def _alter_parser(ssub: Any) -> None:
         "--timestamp-type",
         choices=TIMESTAMP_TYPES,
         help="log_append or create (the Liftlog-Timestamp header; default: unchanged)",
+    )
+    option(
+        "--auto-pause-ms",
+        type=_int_or_none,
+        help="pause a partition after this long without appends (none: never; default: unchanged)",
+    )
+    option(
+        "--auto-pause-disable-if-subscribers",
+        action=argparse.BooleanOptionalAction,
+        help="a waiting or recent consumer fetch keeps a partition from pausing "
+        "(default: unchanged)",
     )
     add_json_arg(alter, "the server's answer")
     add_server_arg(alter)
@@ -311,6 +334,8 @@ def _stream_create(args: argparse.Namespace) -> int:
         body["compaction"] = True
     if args.encryption:
         body["encryption"] = True
+    if args.auto_pause_disable_if_subscribers:
+        body["auto_pause_disable_if_subscribers"] = True
     resp = rest(args).request("POST", "/v1/streams", json_body=body)
     verb = "created" if resp.status == 201 else "already exists (identical spec)"
     print(f"stream {args.name} {verb}")

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 from liftlog.cli.common import add_server_arg, credentials
 from liftlog.cli.merge import follow_partitions, merged_records
 from spark_log.errors import InvalidRequestError
-from spark_log.positions import START_NAMES, STOP_LATEST, Start, Stop, check_order
+from spark_log.positions import START_NAMES, STOP_LATEST, Cursor, Start, Stop, check_order
+
+CURSOR_PREFIX = "cursor:"
 
 if TYPE_CHECKING:
     from spark_log.client import Client
@@ -38,7 +40,8 @@ def add_tail_parser(sub: Any) -> None:
         dest="start",
         default=DEFAULT_TAIL_START,
         help="earliest | latest (the last committed record) | new-only (records committed "
-        f"from now on) | OFFSET | ISO-8601 time, per partition (default: {DEFAULT_TAIL_START})",
+        "from now on) | OFFSET | ISO-8601 time | cursor:ID (after the cursor's offset), per "
+        f"partition (default: {DEFAULT_TAIL_START})",
     )
     p.add_argument(
         "--until",
@@ -72,14 +75,18 @@ def _tail(args: argparse.Namespace) -> int:
 
 
 def parse_start(text: str) -> Start:
-    """``--from``: a start name, an offset or an ISO-8601 time (UTC when it names no zone)."""
+    """``--from``: a start name, an offset, an ISO-8601 time (UTC when it names no zone) or
+    ``cursor:ID`` (after the cursor's offset; from the earliest when it was never set)."""
     for name in START_NAMES:
         if text == name:
             return name
+    if text.startswith(CURSOR_PREFIX) and len(text) > len(CURSOR_PREFIX):
+        return Cursor(text.removeprefix(CURSOR_PREFIX))
     position = _offset_or_time(text)
     if position is None:
         raise InvalidRequestError(
-            f"--from wants {', '.join(START_NAMES)}, an offset or an ISO-8601 time, got {text!r}"
+            f"--from wants {', '.join(START_NAMES)}, an offset, an ISO-8601 time or "
+            f"cursor:ID, got {text!r}"
         )
     return position
 

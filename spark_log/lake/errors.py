@@ -38,3 +38,14 @@ class EncryptedLakeKeysError(LakeError):
     values nor write them encrypted again, and must never write them in clear."""
 
     code = "encrypted_lake_keys_missing"
+
+
+class LakeFileReadError(LakeError):
+    """A lake file, or the table's Delta log, could not be read (a store error, a damaged
+    file, a key that does not decrypt it)."""
+
+
+class LakeFileGoneError(LakeFileReadError):
+    """A file of the snapshot being read no longer exists: a compaction replaced it and a
+    vacuum deleted it since the snapshot was loaded. Reading a newer snapshot finds the
+    rows the compaction kept in the file that replaced it."""

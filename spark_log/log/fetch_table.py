@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from spark_log.log.batch import HEADERS_TYPE
-from spark_log.log.records import rows_in_range
+from spark_log.log.records import Record, rows_in_range
 
 if TYPE_CHECKING:
     from spark_log.crypto.value_cipher import ValueCipher
@@ -75,3 +75,22 @@ def encode_fetch_table(table: pa.Table | None) -> bytes:
         writer.write_table(table if table is not None else FETCH_SCHEMA.empty_table())
     data: bytes = sink.getvalue().to_pybytes()
     return data
+
+
+def records_of_fetch_table(table: pa.Table) -> list[Record]:
+    """FETCH_SCHEMA rows as Records (what a JSON fetch and the client's iterators hand out)."""
+    if table.num_rows == 0:
+        return []
+    cols = {name: table.column(name).to_pylist() for name in table.column_names}
+    timestamps = table.column("timestamp").cast(pa.int64()).to_pylist()
+    return [
+        Record(
+            offset=cols["offset"][i],
+            timestamp=timestamps[i],
+            key=cols["key"][i],
+            value=cols["value"][i],
+            headers=[(h["key"], h["value"]) for h in cols["headers"][i] or []],
+            subject=cols["subject"][i],
+        )
+        for i in range(table.num_rows)
+    ]

@@ -774,20 +774,41 @@ class PartitionLog:
         self._check_open()
         with self._structure_lock:
             segments, count = self._deletable(limits, max_deletable_offset)
-            if not count:
-                return 0
+            return self._drop_oldest(segments, count, "retention")
+
+    def delete_segments_below(self, offset: int) -> int:
+        """Delete the whole sealed segments that end at or below ``offset`` (never at or past
+        the HW): what a ``__cursors`` snapshot at ``offset`` made redundant, on its leader and,
+        following the leader's log start, on its followers. Returns how many were deleted."""
+        self._check_open()
+        with self._structure_lock:
             with self._lock:
-                self._segments = self._segments[count:]
-            for segment in segments[:count]:
-                segment.delete()
-            self._epochs.truncate_from_start(self.log_start_offset)
-            logger.info(
-                "%s: retention deleted %d segment(s), log start offset now %d",
-                self._dir,
-                count,
-                self.log_start_offset,
-            )
-            return count
+                segments = self._segments
+                bound = min(offset, self._high_watermark)
+            count = 0
+            for segment in segments[:-1]:
+                if segment.next_offset > bound:
+                    break
+                count += 1
+            return self._drop_oldest(segments, count, "a snapshot")
+
+    def _drop_oldest(self, segments: Sequence[LogSegment], count: int, why: str) -> int:
+        """Drop the ``count`` oldest of ``segments`` (the structure lock held)."""
+        if not count:
+            return 0
+        with self._lock:
+            self._segments = self._segments[count:]
+        for segment in segments[:count]:
+            segment.delete()
+        self._epochs.truncate_from_start(self.log_start_offset)
+        logger.info(
+            "%s: %s deleted %d segment(s), log start offset now %d",
+            self._dir,
+            why,
+            count,
+            self.log_start_offset,
+        )
+        return count
 
     def deletable_segment_count(
         self, limits: RetentionLimits, max_deletable_offset: int | None = None

@@ -326,3 +326,74 @@ def test_secure_ingest_bench_reports_both_stacks_and_loses_nothing(tmp_path):
     assert all(v is not None and v > 0 for v in result["secure_over_plain"].values())
     for row in SECURE_PRINTED_ROWS:
         assert row in printed, row
+
+
+LAKE_TIER_SMOKE_RECORDS = 2000
+
+
+@pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
+def test_lake_tier_bench_reads_both_tiers_densely(tmp_path):
+    """``bench/lake_tier_read.py`` with tiny counts: the lake range lies below the log start,
+    both tiers were read in both encodings (densely: the script checks every offset), every
+    figure is in the JSON and the printed table, every process stopped. No timing
+    assertions."""
+    body, printed = _run_bench_script(
+        tmp_path,
+        "lake_tier_read.py",
+        "--records",
+        str(LAKE_TIER_SMOKE_RECORDS),
+        "--size",
+        "100",
+        "--page",
+        "500",
+    )
+    assert body["settings"]["runs"] == 1
+    assert body["log_start_offset"] >= LAKE_TIER_SMOKE_RECORDS  # [0, records) is lake-only
+    results = body["results"]
+    for tier in ("lake", "local"):
+        for encoding in ("arrow", "json"):
+            figures = results[tier][encoding]
+            assert _positive_median(figures["rows_per_s"]), (tier, encoding)
+            (run,) = figures["runs"]
+            assert run["rows"] == LAKE_TIER_SMOKE_RECORDS, (tier, encoding)
+            assert run["value_bytes"] == LAKE_TIER_SMOKE_RECORDS * 100, (tier, encoding)
+    assert all(v > 0 for v in results["lake_over_local_rows_per_s"].values())
+    for row in ("REST arrow, rows/s", "REST json, rows/s", "lake tier, median (min..max)"):
+        assert row in printed, row
+
+
+@pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
+def test_cursor_commit_bench_reports_both_sides(tmp_path):
+    """``bench/cursor_commits.py`` with tiny counts: both sides measured, every cursor read
+    back with its last acknowledged value, every process stopped. No timing assertions."""
+    body, printed = _run_bench_script(
+        tmp_path,
+        "cursor_commits.py",
+        "--nodes",
+        "1",
+        "--sequential",
+        "20",
+        "--writers",
+        "2",
+        "--per-writer",
+        "10",
+    )
+    assert body["not_stored"] == []
+    for side in ("liftlog cursors", "JetStream KV"):
+        figures = body["summary"][side]
+        for name in ("concurrent_per_s", "per_s", "p50_ms", "p99_ms"):
+            assert _positive_median(figures[name]), (side, name)
+        assert side in printed
+
+
+@pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
+def test_group_rebalance_bench_times_every_rebalance(tmp_path):
+    """``bench/group_rebalance.py`` with tiny counts: a join, a leave and a kill settled, the
+    records a kill delivered again equal to those after its last commit, every process
+    stopped. No timing assertions."""
+    body, printed = _run_bench_script(tmp_path, "group_rebalance.py", "--records", "300")
+    (run,) = body["runs"]
+    for rebalance in ("join", "leave", "kill"):
+        assert run[rebalance] > 0, rebalance
+        assert rebalance in printed
+    assert run["equal"] == 1.0 and run["redelivered"] == run["expected"]

@@ -22,10 +22,12 @@ import nats
 import pyarrow as pa
 import pytest
 
+from datasource.compaction.target import scheduled_streams
 from spark_log.client import Client
 from spark_log.config import IngestConfig, LakeConfig, LogConfig
 from spark_log.errors import StreamReadOnlyError
 from spark_log.limits_config import LimitsConfig
+from spark_log.rest import RestClient
 from tests.integration.conftest import create_stream, fetch, node_client
 from tests.integration.encryption_cluster import encrypted_node_overrides, new_master_key
 from tests.waiting import wait_for
@@ -211,6 +213,29 @@ def test_min_isr_alter_is_validated_and_applied(make_node, stream_name):
         assert api.patch(f"/v1/streams/{stream_name}", json={"min_isr": 2}).json()["min_isr"] == 2
         restored = api.patch(f"/v1/streams/{stream_name}", json={"min_isr": None}).json()
         assert restored["min_isr"] is None  # back to the default: a majority
+
+
+def test_compaction_settings_alter_and_reach_the_compaction_watcher(make_node, stream_name):
+    """Compaction switched on with an interval through one node: every node describes it, and
+    ``liftlog compact --watch`` (its ``scheduled_streams``) picks the stream up; switching it
+    off takes it out again."""
+    nodes = [make_node(i) for i in (1, 2)]
+    with node_client(nodes[0].api_url) as api:
+        create_stream(api, stream_name)
+        on = {"compaction": True, "compaction_interval_s": 60, "delete_retention_ms": 5000}
+        resp = api.patch(f"/v1/streams/{stream_name}", json=on)
+        assert resp.status_code == 200, resp.text
+    watcher = RestClient(nodes[1].api_url)
+    with node_client(nodes[1].api_url) as api_b:
+        described = api_b.get(f"/v1/streams/{stream_name}").json()
+        assert {k: described[k] for k in on} == on
+        assert stream_name in scheduled_streams(watcher)
+        off = api_b.patch(
+            f"/v1/streams/{stream_name}", json={"compaction": False, "compaction_interval_s": None}
+        )
+        assert off.status_code == 200, off.text
+        assert off.json()["compaction"] is False
+    assert stream_name not in scheduled_streams(watcher)
 
 
 @pytest.mark.parametrize(

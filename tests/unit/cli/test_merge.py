@@ -34,6 +34,7 @@ class PagedPartitions(Client):
         offset: int | None = None,
         *,
         timestamp_ms: int | None = None,
+        start: str | None = None,
         stop_timestamp_ms: int | None = None,
         max_records: int = 1000,
         wait_ms: int = 0,
@@ -44,11 +45,13 @@ class PagedPartitions(Client):
             self.refusals -= 1
             raise NotLeaderError("a leader change")
         stamps = self.timestamps[partition]
-        start = 0 if offset is None else offset
-        page = stamps[start : start + max_records]
-        records = [SimpleNamespace(offset=start + i, timestamp=t) for i, t in enumerate(page)]
-        fetched = Fetched(records, len(stamps), start + len(records))  # type: ignore[arg-type]
-        if offset is None:
+        first = 0 if offset is None else offset
+        if start == "new-only":  # reads nothing: it starts at the HW
+            first = len(stamps)
+        page = stamps[first : first + max_records]
+        records = [SimpleNamespace(offset=first + i, timestamp=t) for i, t in enumerate(page)]
+        fetched = Fetched(records, len(stamps), first + len(records))  # type: ignore[arg-type]
+        if start == "new-only":
             self.hw_answers.setdefault(partition, len(stamps))
         if self.growing:  # committed after this answer
             for each in self.timestamps.values():

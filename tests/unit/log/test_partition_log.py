@@ -292,6 +292,22 @@ def test_retention_by_bytes_keeps_at_least_the_limit_and_respects_hw(open_log):
         log.read(0, 100)
 
 
+def test_deleting_below_an_offset_drops_whole_sealed_segments_under_the_hw(open_log):
+    log = open_log()
+    append_records(log, 30, value_size=150)
+    assert log.delete_segments_below(60) == 0  # nothing committed yet
+    log.set_high_watermark(45)
+    assert log.delete_segments_below(60) > 0
+    start = log.log_start_offset
+    assert 0 < start <= 45  # bounded by the HW, and never a part of a segment
+    assert all_offsets(log) == list(range(start, 90))
+    log.set_high_watermark(90)
+    assert log.delete_segments_below(start) == 0  # nothing ends at or below the start
+    log.delete_segments_below(10**6)
+    assert log.log_start_offset < 90  # the active segment always stays
+    assert all_offsets(log) == list(range(log.log_start_offset, 90))
+
+
 def test_retention_by_age_uses_the_injected_clock(open_log):
     clock = Clock(BASE_TS)
     log = open_log(now_ms=clock)
