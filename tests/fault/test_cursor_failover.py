@@ -8,6 +8,8 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
+
 from spark_log.client import Client
 from spark_log.config import LogConfig
 from spark_log.cursor_record import cursors_partition
@@ -123,6 +125,7 @@ async def test_cursors_survive_kill9_of_their_leader(make_node: Any, stream_name
             assert stored in writer.attempted[cursor_id], (cursor_id, stored)
 
 
+@pytest.mark.slow  # make fault; make test keeps the plain kill -9 failover
 async def test_a_returning_leader_reads_the_newer_cursors(make_node: Any, stream_name: str) -> None:
     """SIGSTOP the leader past its session: another takes over and takes newer sets; the old
     one comes back, catches up and is made leader again: it must answer the newer values."""
@@ -170,6 +173,7 @@ def _replica_view(node: Any, partition: int) -> dict[str, Any]:
     return view
 
 
+@pytest.mark.slow  # make fault; make test keeps the plain kill -9 failover
 async def test_cursors_compact_on_every_replica_and_survive_kill9(
     make_node: Any, stream_name: str
 ) -> None:

@@ -11,12 +11,16 @@ import asyncio
 import time
 
 import httpx
+import pytest
 
 from liftlog.embedded.process import DEFAULT_STOP_TIMEOUT_S
 from spark_log.client import Client
 from tests.fault.test_failover import Load
 from tests.integration.conftest import create_stream
 from tests.waiting import wait_for
+
+# about 90 s: run by make fault, not make test
+pytestmark = pytest.mark.slow
 
 STREAMS = 3
 PROMPT_EXIT_S = 10.0  # well within the 15 s after which a stop turns into SIGKILL

@@ -121,6 +121,24 @@ def make_node(
 
 
 @pytest.fixture(scope="module")
+def make_module_node(
+    zookeeper: Any,
+    nats_server: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    secure_material: SecureMaterial | None,
+) -> Iterator[NodeFactory]:
+    """``make_node`` for a cluster a whole test module shares (each test its own streams):
+    a module of short tests does not pay a cluster's start and stop per test."""
+    yield from _node_factory(
+        zookeeper,
+        nats_server,
+        tmp_path_factory.mktemp("nodes"),
+        f"/liftlog-{uuid.uuid4().hex[:12]}",
+        secure_material,
+    )
+
+
+@pytest.fixture(scope="module")
 def node(
     zookeeper: Any,
     nats_server: Any,

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ingest.api.route_acl import OPEN_PATHS, ROUTE_RULES
+from ingest.api.route_acl import CURSOR_ROUTE, OPEN_PATHS, ROUTE_RULES
 from spark_log.auth_config import AuthConfig
 from tests.integration.auth_stack import (
     PROPAGATION_TIMEOUT_S,
@@ -25,6 +25,11 @@ from tests.waiting import wait_for
 
 STREAM = "m-1"
 OK = None  # allowed: whatever the route answers, never 401 or 403
+GROUP = "m-group"
+MAX_SESSION_MS = 300_000  # the members the fixture joins must outlive the matrix
+# principal -> (heartbeating member id, its epoch, leaving member id), joined by the fixture
+# to GROUP on STREAM so that each principal's heartbeat, commit and leave reach the stream check
+GROUP_MEMBERS: dict[str, tuple[str, int, str]] = {}
 
 
 @pytest.fixture(scope="module", params=["plain", "secure"])
@@ -143,12 +148,75 @@ class Call:
     ok: int | None
     body: dict[str, Any] | None = None
     params: dict[str, Any] | None = None
+    needs: str | None = None
+    """The permission in MAY's words, for a route that checks the streams it concerns itself
+    (the route table only asks for a credential) or names an action on the cluster."""
+
+
+def _group_calls(principal: str) -> list[Call]:
+    """The consumer group routes: the stream checks happen inside them (group_routes.py)."""
+    member, epoch, leaver = GROUP_MEMBERS.get(principal, ("none", 0, "none"))
+    g = f"/v1/groups/{GROUP}"
+    join = {"streams": [STREAM], "session_timeout_ms": MAX_SESSION_MS}
+    commit = {
+        "member_id": member,
+        "member_epoch": epoch,
+        "offsets": [{"stream": STREAM, "partition": 0, "offset": 0}],
+    }
+    heartbeat = {"member_epoch": epoch, "owned": {}}
+    reset = {"stream": STREAM, "to": "earliest"}
+    return [
+        Call(
+            "POST",
+            "/v1/groups/{group}/members",
+            f"/v1/groups/m-join-{principal}/members",
+            200,
+            join,
+            needs="consume",
+        ),
+        Call(
+            "POST",
+            "/v1/groups/{group}/members/{member_id}/heartbeat",
+            f"{g}/members/{member}/heartbeat",
+            OK,
+            heartbeat,
+            needs="consume",
+        ),
+        Call("POST", "/v1/groups/{group}/offsets", f"{g}/offsets", OK, commit, needs="consume"),
+        Call(
+            "DELETE",
+            "/v1/groups/{group}/members/{member_id}",
+            f"{g}/members/{leaver}",
+            200,
+            needs="consume",
+        ),
+        Call("GET", "/v1/groups/{group}/offsets", f"{g}/offsets", 200),
+        # the group has members: an allowed reset is refused with 409 group_not_empty
+        Call(
+            "POST",
+            "/v1/groups/{group}/offsets/reset",
+            f"{g}/offsets/reset",
+            OK,
+            reset,
+            needs="alter",
+        ),
+        Call("GET", "/v1/groups", "/v1/groups", 200),
+        Call("GET", "/v1/groups/{group}", g, 200),
+        Call("DELETE", "/v1/groups/{group}", "/v1/groups/m-no-group", 404, needs="delete-cluster"),
+    ]
 
 
 def _calls(principal: str) -> list[Call]:
     s = f"/v1/streams/{STREAM}"
     value = base64.b64encode(b"hi").decode()
+    cursor = f"{s}/partitions/0/cursors/c-{principal}"
     return [
+        *_group_calls(principal),
+        Call("GET", "/v1/cluster/activity", "/v1/cluster/activity", 200),
+        Call("PUT", "/v1/cluster/activity", "/v1/cluster/activity", 200, {"enabled": False}),
+        Call("PUT", CURSOR_ROUTE, cursor, 200, {"offset": 1}),
+        Call("GET", CURSOR_ROUTE, cursor, OK),  # 404 for a principal that could not set it
+        Call("DELETE", CURSOR_ROUTE, cursor, OK),
         Call("GET", "/metrics", "/metrics", 200),
         Call("GET", "/v1/cluster", "/v1/cluster", 200),
         Call(
@@ -259,6 +327,8 @@ CERT_PRINCIPAL = "carol-cert"
 
 def _needed(call: Call) -> str | None:
     """The permission a call needs in MAY's words (None: any authenticated principal)."""
+    if call.needs is not None:
+        return call.needs
     rule = ROUTE_RULES[(call.method, call.route)]
     if rule.action is None:
         return None
@@ -301,7 +371,16 @@ def principals(cluster) -> dict[str, dict[str, Any]]:
     with cluster.admin() as admin:
         created = admin.post("/v1/streams", json={"name": STREAM, "subject": f"{STREAM}.in"})
         assert created.status_code == 201, created.text
+        for principal in tokens:
+            GROUP_MEMBERS[principal] = (*_join(admin), _join(admin)[0])
     return tokens
+
+
+def _join(admin: httpx.Client) -> tuple[str, int]:
+    body = {"streams": [STREAM], "session_timeout_ms": MAX_SESSION_MS}
+    joined = admin.post(f"/v1/groups/{GROUP}/members", json=body)
+    assert joined.status_code == 200, joined.text
+    return joined.json()["member_id"], joined.json()["member_epoch"]
 
 
 def test_the_authorization_matrix(cluster, principals):

@@ -4,8 +4,9 @@ to end with tiny sizes: every figure present, nothing lost.
 No timing assertions (the benchmark prints numbers, it does not assert them); this only
 checks that each measurement ran, produced positive figures, lost no record and stopped
 every process it started. The lake read and compaction smokes each start Spark and take
-about half a minute: they are marked slow and run with ``make bench-smoke`` (with the rest
-of this module), not in ``make test``.
+about half a minute, and the lake-tier, cursor and group-rebalance smokes start stacks of
+their own: they are marked slow and run with ``make bench-smoke`` (with the rest of this
+module), not in ``make test``.
 """
 
 from __future__ import annotations
@@ -331,6 +332,7 @@ def test_secure_ingest_bench_reports_both_stacks_and_loses_nothing(tmp_path):
 LAKE_TIER_SMOKE_RECORDS = 2000
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
 def test_lake_tier_bench_reads_both_tiers_densely(tmp_path):
     """``bench/lake_tier_read.py`` with tiny counts: the lake range lies below the log start,
@@ -362,6 +364,7 @@ def test_lake_tier_bench_reads_both_tiers_densely(tmp_path):
         assert row in printed, row
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
 def test_cursor_commit_bench_reports_both_sides(tmp_path):
     """``bench/cursor_commits.py`` with tiny counts: both sides measured, every cursor read
@@ -386,6 +389,7 @@ def test_cursor_commit_bench_reports_both_sides(tmp_path):
         assert side in printed
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
 def test_group_rebalance_bench_times_every_rebalance(tmp_path):
     """``bench/group_rebalance.py`` with tiny counts: a join, a leave and a kill settled, the

@@ -32,9 +32,9 @@ def _error(resp: httpx.Response, status: int) -> str:
     return code
 
 
-@pytest.fixture
-def cluster(make_node: Any) -> list[Any]:
-    return [make_node(i) for i in (1, 2, 3)]
+@pytest.fixture(scope="module")
+def cluster(make_module_node: Any) -> list[Any]:
+    return [make_module_node(i) for i in (1, 2, 3)]
 
 
 def test_a_cursor_never_set_is_not_offset_zero(cluster: list[Any], stream_name: str) -> None:

@@ -25,6 +25,11 @@ from tests.waiting import wait_for_async
 
 GROUPS = GroupsConfig(min_session_timeout_ms=1_000)
 SESSION_MS = 2_000
+"""The killed member's session: short, so that its partitions move soon."""
+STEADY_SESSION_MS = 15_000
+"""Members that never die: a session a loaded two-core machine cannot starve (a member whose
+heartbeats do not get through in time rightly loses its partitions, and with them the
+test's promise of no duplicates)."""
 MOVE_SLACK_S = 20.0
 PARTITIONS = 6
 Seen = list[tuple[int, int, int]]  # (member, partition, offset)
@@ -41,12 +46,14 @@ async def _publish(client: Client, stream: str, per_partition: int, first: int =
         await client.publish_batch(stream, values, partition=p)
 
 
-def _member(client: Client, group: str, stream: str, **options: Any) -> GroupConsumer:
+def _member(
+    client: Client, group: str, stream: str, session_ms: int = STEADY_SESSION_MS, **options: Any
+) -> GroupConsumer:
     return client.consume(
         group,
         [stream],
         auto_offset_reset="earliest",
-        session_timeout_ms=SESSION_MS,
+        session_timeout_ms=session_ms,
         wait_ms=200,
         **options,
     )
