@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST := $(PY) -m pytest
 
-.PHONY: demo test test-secure fuzz fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake bench-lake-tier bench-cursors bench-groups bench-secure bench-smoke lint format clean-venv check-java
+.PHONY: demo test test-slow test-secure fuzz fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake bench-lake-tier bench-cursors bench-groups bench-secure bench-smoke lint format clean-venv check-java
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory check-java
@@ -35,8 +35,15 @@ SECURE_SUBSET := tests/integration/test_rest_api.py tests/integration/test_clien
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(PYTEST) -q -m "not slow" tests
+	$(PYTEST) -q -m "not slow" --durations=15 tests
 	LIFTLOG_TEST_STACK=secure $(PYTEST) -q -m "not slow" $(SECURE_SUBSET)
+
+# What make test leaves out to stay under 20 minutes: the slow integration and
+# fault tests (HA faults, the REST fuzz, Spark-based and stack-starting bench smokes, longer
+# failover variants) and one safe randomized Jepsen schedule of 45 s.
+test-slow: $(STAMP)
+	$(PYTEST) -q -m slow tests/integration tests/fault
+	$(PYTEST) -q -m slow tests/jepsen/test_random.py -k short
 
 # The whole integration suite on the secured stack (tests that need the plain one are skipped).
 test-secure: $(STAMP)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
 
 from coordinator.isr import read_partition_state
 from coordinator.zk import ZkSession
@@ -108,6 +109,7 @@ def _assert_offline_and_nothing_served_as_missing(victim, stream: str) -> None:
         assert beyond.status_code != 200
 
 
+@pytest.mark.slow
 async def test_a_replica_with_a_corrupt_log_does_not_lead_until_repaired(
     make_node, zookeeper, stream_name
 ):

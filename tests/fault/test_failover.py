@@ -184,6 +184,7 @@ async def test_min_isr_refuses_acks_all_and_holds_the_hw(make_node, stream_name)
     assert again.offset > leader_ack.offset
 
 
+@pytest.mark.slow
 async def test_a_min_isr_refusal_stores_nothing_and_a_retry_stores_once(make_node, stream_name):
     """RF 3, min ISR 2, both followers killed: an acks=all publish without a msg id is refused
     before the append, so after the ISR heals the log does not hold it, and publishing it
@@ -279,6 +280,7 @@ async def _request_until_answered(nc, subject: str, value: bytes, timeout_s: flo
             await asyncio.sleep(DEFAULT_WAIT_INTERVAL_S)
 
 
+@pytest.mark.slow
 async def test_sigstopped_leader_acknowledges_nothing_after_being_deposed(
     make_node, nats_server, stream_name
 ):
@@ -314,6 +316,7 @@ async def test_sigstopped_leader_acknowledges_nothing_after_being_deposed(
         assert new_log.get(ack["offset"]) == value, f"a deposed leader acked {value!r} {ack}"
 
 
+@pytest.mark.slow
 async def test_rolling_restart_keeps_the_partition_writable(make_node, stream_name):
     nodes = [make_node(i) for i in (1, 2, 3)]
     with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:
@@ -520,6 +523,7 @@ def test_follower_with_wiped_log_catches_up_and_rejoins(make_node, stream_name):
     assert values == [f"r{i}" for i in range(100)] + ["while-away"]
 
 
+@pytest.mark.slow
 async def test_controller_failover_during_leader_failover(make_node, stream_name):
     nodes = [make_node(i) for i in (1, 2, 3)]
     with httpx.Client(base_url=nodes[0].api_url, timeout=30) as api:

@@ -21,6 +21,9 @@ from tests.fault.test_failover import ACKED_PER_ROUND, Load, _check_no_acked_los
 from tests.integration.conftest import create_stream
 from tests.waiting import wait_for
 
+# long: run by make fault (and make test-slow), not make test
+pytestmark = pytest.mark.slow
+
 LIFTLOG = str(Path(sys.executable).parent / "liftlog")
 FAST_REBALANCE_CHECK_S = 1.0
 CLI_TIMEOUT_S = 60.0

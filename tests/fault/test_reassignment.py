@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
+import pytest
 
 from spark_log.client import Client
 from tests.fault.test_failover import ACKED_PER_ROUND, Load, _all_records, _describe
@@ -90,6 +91,7 @@ async def test_move_one_replica_under_acks_all_load(make_node, stream_name):
     _check_acked_on([by_id[b], by_id[c]], stream_name, load.acked)
 
 
+@pytest.mark.slow
 async def test_a_controller_failover_mid_reassignment_resumes(make_node, stream_name):
     nodes, by_id, a, b, c = _cluster(make_node, stream_name)
     servers = ",".join(n.api_url for n in nodes)
@@ -133,6 +135,7 @@ RECORD_BYTES = 1000
 RECORDS_PER_POST = 100
 
 
+@pytest.mark.slow
 def test_the_throttle_bounds_the_copy_rate_of_an_added_replica(make_node, stream_name):
     nodes = [
         make_node(i, reassignment_throttle_bytes_per_s=THROTTLE_BYTES_PER_S) for i in (1, 2, 3)

@@ -136,6 +136,7 @@ def test_killing_the_publisher_loses_and_repeats_nothing(
     assert _strictly_increasing([e["id"] for e in events])
 
 
+@pytest.mark.slow
 def test_spark_reads_the_activity_stream(
     cluster: list[Any], stream_name: str, spark: SparkSession
 ) -> None:

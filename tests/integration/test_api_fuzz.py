@@ -25,6 +25,9 @@ from spark_log.config import IngestConfig
 from tests.integration.api_fuzz import fuzz_operations, load_schema
 from tests.integration.conftest import _node_factory
 
+# long: run by make fuzz (and make test-slow), not make test
+pytestmark = pytest.mark.slow
+
 TOKEN = "fuzz-admin-token-0123456789abcdef"
 DEEP = os.environ.get("LIFTLOG_FUZZ", "") == "deep"
 EXAMPLES_PER_OPERATION = int(os.environ.get("LIFTLOG_FUZZ_API_EXAMPLES", "300" if DEEP else "30"))

@@ -106,6 +106,7 @@ REPLICATED_SIDES = ("liftlog_rf3", "jetstream_r3")
 
 
 @pytest.mark.timeout(90)
+@pytest.mark.slow
 def test_replicated_mode_reports_every_figure_and_loses_nothing(tmp_path):
     """``--replication 3`` with tiny counts: both sides measured, every acked record stored
     on all three replicas, every process stopped. No timing assertions."""
@@ -202,6 +203,7 @@ def _positive_median(figure: dict) -> bool:
 
 
 @pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
+@pytest.mark.slow
 def test_lake_export_bench_reports_both_lakes(tmp_path):
     body, printed = _run_bench_script(
         tmp_path, "lake_export.py", "--records", "4000", "--batch-sizes", "1000,4000"
@@ -288,6 +290,7 @@ def _latency_figures_hold(latency: dict) -> bool:
 
 
 @pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
+@pytest.mark.slow
 def test_secure_ingest_bench_reports_both_stacks_and_loses_nothing(tmp_path):
     """``bench/secure_ingest.py`` with tiny counts: both stacks measured (the secured one
     really over HTTPS), every figure in the JSON and in the printed table, every acked record

@@ -76,7 +76,13 @@ async def _stop(consumers: list[GroupConsumer], tasks: list[asyncio.Task[None]])
     await asyncio.gather(*tasks)  # each iteration ended when its consumer closed
 
 
-@pytest.mark.parametrize("manual", [False, True], ids=["auto-commit", "manual-commit"])
+@pytest.mark.parametrize(
+    "manual",
+    [
+        pytest.param(False, id="auto-commit"),
+        pytest.param(True, id="manual-commit", marks=pytest.mark.slow),  # make test-slow
+    ],
+)
 async def test_members_share_partitions_and_rebalance_without_duplicates(
     cluster: list[Any], stream_name: str, manual: bool
 ) -> None:

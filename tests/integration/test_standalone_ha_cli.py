@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from liftlog.embedded.ports import free_port_block
 from tests.integration.test_standalone_cli import (
@@ -122,6 +123,7 @@ def _cluster_whole(api: str) -> bool:
     return len(brokers) == HA_SIZE and sorted(isr) == [1, 2, 3]
 
 
+@pytest.mark.slow
 def test_standalone_ha_restarts_a_killed_nats_server_and_zookeeper_server(temp_dir: Path) -> None:
     """SIGKILL one NATS server and one ZooKeeper server: the launcher reports and restarts
     each, stays up, and an acks=all publish to an RF=3 stream succeeds afterwards; SIGINT

@@ -224,6 +224,7 @@ def test_secure_standalone_serves_https_with_auth(data_dir: Path) -> None:
             stack.stop()
 
 
+@pytest.mark.slow
 def test_secure_ha_stack(data_dir: Path) -> None:
     """Three NATS servers, three ZooKeeper servers and three nodes, all on TLS."""
     stack = SecureStandalone(data_dir, 3, "--ha")

@@ -78,6 +78,7 @@ def test_a_client_trusting_another_ca_gets_no_session(
     _refused(security, secure_zk, secure_root)
 
 
+@pytest.mark.slow
 def test_an_ensemble_with_tls_client_ports_serves_tls_sessions_on_every_member(
     zk_certs, temp_dir: Path
 ):

@@ -39,6 +39,7 @@ def _timeout(duration_s: float) -> int:
 
 
 @pytest.mark.timeout(_timeout(SHORT_DURATION_S))
+@pytest.mark.slow
 async def test_random_schedule_short(temp_dir: Path, jepsen_results: Path) -> None:
     await _random_run(SHORT_DURATION_S, temp_dir, jepsen_results)
 
