@@ -9,11 +9,36 @@ not ``0`` (record 0 processed) nor ``-1`` (set, nothing processed yet).
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
+from typing import TypeVar
 from urllib.parse import quote
 
 from spark_log.api_models import CursorDeleted, CursorView
-from spark_log.errors import CursorNotFoundError
+from spark_log.errors import CursorNotFoundError, LiftlogError
+from spark_log.group_session import backoff_s, retriable
 from spark_log.rest import RestClient
+
+T = TypeVar("T")
+
+CURSOR_RETRY_S = 30.0
+"""How long a cursor call goes on through a leader or ISR change of its ``__cursors``
+partition (421, 503, not enough replicas, a timeout). Retrying is safe: setting a cursor to an
+offset twice stores one cursor, and a delete or a read repeated changes nothing more."""
+
+
+def _retried(call: Callable[[], T]) -> T:
+    deadline = time.monotonic() + CURSOR_RETRY_S
+    attempt = 0
+    while True:
+        try:
+            return call()
+        except LiftlogError as exc:
+            wait_s = backoff_s(attempt)
+            if not retriable(exc) or time.monotonic() + wait_s > deadline:
+                raise
+        time.sleep(wait_s)
+        attempt += 1
 
 
 def cursor_path(stream: str, partition: int, cursor_id: str) -> str:
@@ -27,7 +52,7 @@ def set_cursor(
     returns once the ``__cursors`` ISR holds it."""
     path = cursor_path(stream, partition, cursor_id)
     body = {"offset": offset}
-    return CursorView.from_json(rest.request("PUT", path, json_body=body).json())
+    return CursorView.from_json(_retried(lambda: rest.request("PUT", path, json_body=body)).json())
 
 
 def fetch_cursor(rest: RestClient, cursor_id: str, stream: str, partition: int) -> int | None:
@@ -41,7 +66,7 @@ def describe_cursor(
 ) -> CursorView | None:
     """The cursor with when it was set, or None when it was never set."""
     try:
-        body = rest.get_json(cursor_path(stream, partition, cursor_id))
+        body = _retried(lambda: rest.get_json(cursor_path(stream, partition, cursor_id)))
     except CursorNotFoundError:
         return None
     return CursorView.from_json(body)
@@ -50,7 +75,7 @@ def describe_cursor(
 def delete_cursor(rest: RestClient, cursor_id: str, stream: str, partition: int) -> CursorDeleted:
     """Forget the cursor: it reads as never set again."""
     path = cursor_path(stream, partition, cursor_id)
-    return CursorDeleted.from_json(rest.request("DELETE", path).json())
+    return CursorDeleted.from_json(_retried(lambda: rest.request("DELETE", path)).json())
 
 
 class CursorMixin:
