@@ -80,6 +80,12 @@ class Component(StartStop, ABC):
             return None
         return self._process.stop(timeout_s)
 
+    def terminate(self) -> None:
+        """SIGTERM without waiting, so that several components stop at once; ``stop`` then
+        waits for each. A no-op when not running."""
+        if self._process is not None:
+            self._process.terminate()
+
     def kill(self) -> None:
         """SIGKILL, as in a crash or a power cut (fault tests)."""
         self.process.kill()
