@@ -190,9 +190,7 @@ async def kill_member(run: Run, servers: str, out: Path, epoch: int) -> dict[str
     await settled(run.rest, run.group, 2, epoch)
     rebalance_s = time.monotonic() - killed_at
     held, processed = member_view(out)
-    await wait_until(
-        lambda: {tp for tp in run.seen} | set(processed) >= run.everything(), "consumed"
-    )
+    await wait_until(lambda: set(run.seen) | set(processed) >= run.everything(), "consumed")
     again = set(run.seen[before:]) & set(processed)
     expected = expected_redelivery(processed, held, committed)
     return {

@@ -5,6 +5,7 @@ stepped back because the returning leader answered from what it kept of its earl
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from typing import Any
 
@@ -15,6 +16,7 @@ from spark_log.config import LogConfig
 from spark_log.cursor_record import cursors_partition
 from spark_log.cursors_config import CursorsConfig
 from spark_log.errors import LiftlogError
+from spark_log.group_session import backoff_s
 from spark_log.stream_spec import CURSORS_STREAM
 from tests.integration.conftest import create_stream, node_client
 from tests.waiting import wait_for, wait_for_async
@@ -45,14 +47,14 @@ def _in_sync(node: Any, partition: int) -> bool:
 async def _set_until_stored(client: Client, cursor_id: str, stream: str, offset: int) -> None:
     """Retries while the partition has no leader yet (the node answers 503 or 421 then)."""
     deadline = time.monotonic() + FAILOVER_TIMEOUT_S
-    while True:
+    for attempt in itertools.count():
         try:
             await client.set_cursor(cursor_id, stream, 0, offset)
             return
         except LiftlogError:
             if time.monotonic() > deadline:
                 raise
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(backoff_s(attempt))  # the client's own backoff
 
 
 class _Writer:
