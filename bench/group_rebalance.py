@@ -51,10 +51,10 @@ from liftlog.bench.table import render_table
 from liftlog.embedded.ports import free_port
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
+from spark_log.client.group_admin import describe_group
+from spark_log.client.group_consumer import GroupConsumer
+from spark_log.client.rest import RestClient
 from spark_log.errors import GroupNotFoundError
-from spark_log.group_admin import describe_group
-from spark_log.group_consumer import GroupConsumer
-from spark_log.rest import RestClient
 
 PARTITIONS = 6
 POLL_S = 0.02

@@ -6,7 +6,7 @@ Run from the repository root (``make bench-lake`` runs this with the sizes below
     PYTHONPATH=. .venv/bin/python bench/lake_export.py --json bench/results-lake-export.json
     PYTHONPATH=. .venv/bin/python bench/lake_export.py --records 20000 --batch-sizes 5000 --runs 1
 
-What is timed is a partition leader's own exporter (``ingest.exporter.PartitionExporter``)
+What is timed is a partition leader's own exporter (``ingest.lake.exporter.PartitionExporter``)
 draining a partition log of N committed records into a fresh Delta table: each round loads a
 snapshot, checks the partition's app transaction, reads the next ``records per commit`` from
 the log (CRC-checked, converted to lake rows) and commits them with ``LakeSnapshot.append``.
@@ -45,7 +45,7 @@ from bench.lake_common import (
     write_json,
 )
 from bench.spark_read_data import random_binary
-from ingest.exporter import ExportTarget, PartitionExporter
+from ingest.lake.exporter import ExportTarget, PartitionExporter
 from ingest.metrics import NodeMetrics
 from liftlog.bench.errors import BenchError
 from liftlog.bench.machine import describe_lake_machine

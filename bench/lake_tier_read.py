@@ -48,7 +48,7 @@ from liftlog.bench.table import render_table
 from liftlog.embedded.ports import free_port
 from liftlog.embedded.standalone import Standalone
 from liftlog.embedded.standalone_lake import LAKE_LOCAL, LAKE_S3
-from spark_log.client import encode_producer_batch
+from spark_log.client.client import encode_producer_batch
 from spark_log.errors import LiftlogError
 from spark_log.wire import ARROW_STREAM_MEDIA_TYPE
 

@@ -70,7 +70,7 @@ from liftlog.bench.tally import AckTally, CountingBatchSender, CountingPublisher
 from liftlog.embedded.ports import free_port
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
-from spark_log.credentials import ClientCredentials, load_credentials_file
+from spark_log.client.credentials import ClientCredentials, load_credentials_file
 from spark_log.errors import LiftlogError
 from spark_log.nats_config import NatsCredentials, nats_credentials_from_env
 

@@ -20,8 +20,8 @@ from liftlog.bench.errors import BenchError
 from liftlog.embedded.ports import free_port
 from liftlog.embedded.standalone import Standalone
 from spark_log.api_models import FlushResult
+from spark_log.client.rest import RestClient
 from spark_log.lake.storage import LakeStorage
-from spark_log.rest import RestClient
 
 FLUSH_TIMEOUT_S = 1800.0
 MANUAL_EXPORT = {

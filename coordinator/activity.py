@@ -6,7 +6,7 @@ ZooKeeper transaction as the change it describes, so an operation and its event 
 together or not at all. Its sequence number is the event's id: ZooKeeper hands them out in
 commit order from a counter of the queue's parent (never deleted), so ids only grow. The
 leader of ``__activity`` drains the queue in id order into that stream
-(``ingest.activity_publisher``). Nothing is queued while the activity stream is disabled.
+(``ingest.admin.activity``). Nothing is queued while the activity stream is disabled.
 """
 
 from __future__ import annotations

@@ -215,8 +215,8 @@ class AuthSnapshot:
 
     ``unreadable_acls`` names ACL znodes that could not be parsed. Such an entry may be a
     deny, and skipping it would fail open, so while any is present only super users are
-    served (ingest/auth.py). An unreadable token needs no such care: a token nobody can read
-    authenticates nobody."""
+    served (ingest/security/node_auth.py). An unreadable token needs no such care: a token
+    nobody can read authenticates nobody."""
 
     tokens: Mapping[str, TokenRecord] = field(default_factory=dict)
     acls: tuple[AclEntry, ...] = ()

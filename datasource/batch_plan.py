@@ -19,8 +19,8 @@ from datasource.splitting import Segment, split, task_size
 from datasource.stream_view import StreamView, describe
 from datasource.tasks import ReadSettings, ReadTask
 from datasource.timestamps import resolve_offset
+from spark_log.client.rest import RestClient
 from spark_log.lake.storage import LakeStorage
-from spark_log.rest import RestClient
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 
 from datasource.tasks import ReadSettings
 from spark_log.api_models import PartitionDataKey
-from spark_log.credentials import ClientCredentials
+from spark_log.client.credentials import ClientCredentials
+from spark_log.client.rest import RestClient
 from spark_log.crypto.parquet_kms import PartitionFileCrypto
 from spark_log.crypto.value_cipher import DATA_KEY_BYTES
 from spark_log.errors import KeyUnavailableError
-from spark_log.rest import RestClient
 
 
 @dataclass(frozen=True)

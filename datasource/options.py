@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from datasource.durations import parse_duration_s
 from datasource.errors import InvalidOptionError
 from datasource.offsets import EARLIEST, LATEST, OffsetSpec, parse_offset_spec
-from spark_log.credentials import ClientCredentials
+from spark_log.client.credentials import ClientCredentials
+from spark_log.client.rest import parse_servers
 from spark_log.errors import ConfigError, InvalidRequestError
-from spark_log.rest import parse_servers
 from spark_log.storage_options import checked_storage_options
 
 DEFAULT_MAX_RECORDS_PER_PARTITION = 5_000_000
@@ -37,7 +37,7 @@ SPARK_PROVIDED = frozenset({"path", "checkpointLocation"})
 """Names Spark itself may add to the options (``load(path)``, a streaming sink's checkpoint)."""
 CREDENTIAL_NAMES = frozenset({"token", "caFile", "certFile", "keyFile", "credentialsFile"})
 """What the source and sink present to the nodes (each falls back to its ``LIFTLOG_*``
-variable, then the credentials file; spark_log.credentials). Spark redacts option values
+variable, then the credentials file; spark_log.client.credentials). Spark redacts option values
 whose name holds ``token`` in plans and the UI, and the resolved token stays out of reprs."""
 _SOURCE_NAMES = CREDENTIAL_NAMES | frozenset(
     {

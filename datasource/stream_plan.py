@@ -23,7 +23,7 @@ from datasource.splitting import Segment, split, task_size
 from datasource.stream_view import PartitionView, StreamView, describe
 from datasource.tasks import ReadTask
 from datasource.timestamps import resolve_offset
-from spark_log.rest import RestClient
+from spark_log.client.rest import RestClient
 
 
 def initial_offsets(opts: StreamOptions, rest: RestClient) -> dict[int, int]:

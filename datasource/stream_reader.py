@@ -35,7 +35,7 @@ from datasource.stream_plan import (
 )
 from datasource.task_read import as_schema, read_task
 from datasource.tasks import ReadTask
-from spark_log.rest import RestClient
+from spark_log.client.rest import RestClient
 
 
 class LiftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

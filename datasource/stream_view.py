@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from spark_log.api_models import ClusterInfo, PartitionState, StreamDescription
+from spark_log.client.rest import RestClient
 from spark_log.errors import UnavailableError
-from spark_log.rest import RestClient
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ import pyarrow as pa
 
 from datasource.errors import TailReadError
 from datasource.stream_view import describe
-from spark_log.credentials import ClientCredentials
+from spark_log.client.credentials import ClientCredentials
+from spark_log.client.rest import RestClient
 from spark_log.errors import LiftlogError, NotLeaderError, UnavailableError
-from spark_log.rest import RestClient
 from spark_log.wire import ARROW_STREAM_MEDIA_TYPE
 
 FETCH_MAX_RECORDS = 100_000

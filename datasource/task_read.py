@@ -21,8 +21,8 @@ from datasource.schema import SOURCE_COLUMNS, source_columns, to_output_batch
 from datasource.stream_view import describe
 from datasource.tail_fetch import TailFetcher
 from datasource.tasks import LAKE, ReadSettings, ReadTask
+from spark_log.client.rest import RestClient
 from spark_log.errors import OffsetOutOfRangeError
-from spark_log.rest import RestClient
 
 
 def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:

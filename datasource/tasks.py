@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pyspark.sql.datasource import InputPartition
 
 from datasource.row_filter import RowFilter
-from spark_log.credentials import ClientCredentials
+from spark_log.client.credentials import ClientCredentials
 from spark_log.lake.storage import LakeStorage
 
 LAKE = "lake"

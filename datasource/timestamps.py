@@ -13,9 +13,9 @@ from datasource.bounds import PartitionBounds
 from datasource.lake_read import lake_offset_for_timestamp
 from datasource.lake_view import LakeView
 from datasource.offsets import OffsetSpec
+from spark_log.client.rest import RestClient
 from spark_log.errors import UnavailableError
 from spark_log.lake.layout import MICROS_PER_MILLI
-from spark_log.rest import RestClient
 from spark_log.wire import ARROW_STREAM_MEDIA_TYPE
 
 

@@ -29,20 +29,20 @@ from coordinator.controller_election import current_controller
 from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
 from coordinator.znodes import BrokerInfo
-from ingest.activity_publisher import ActivityPublisher
+from ingest.admin.activity import ActivityPublisher
 from ingest.api.server import ApiServer
-from ingest.auth import NodeAuth
 from ingest.clock import SYSTEM_CLOCK, Clock
 from ingest.metrics import NodeMetrics
 from ingest.nats_connect import nats_connect_options
-from ingest.node_credentials import outgoing_credentials, prepare_node_credentials
-from ingest.replica_manager import ReplicaManager
+from ingest.replica.manager import ReplicaManager
+from ingest.security.node_auth import NodeAuth
+from ingest.security.node_credentials import outgoing_credentials, prepare_node_credentials
 from spark_log.api_models import ControlledShutdownResult
+from spark_log.client.rest import RestClient
 from spark_log.config import NodeConfig
 from spark_log.errors import LiftlogError, UnavailableError
 from spark_log.log import build_record_batch, encode_batch
 from spark_log.nats_io import widen_read_buffer
-from spark_log.rest import RestClient
 
 log = logging.getLogger("liftlog.node")
 

@@ -10,28 +10,20 @@ __all__ = ["Ack", "Client", "Cursor", "Record", "SyncClient", "__version__"]
 if TYPE_CHECKING:
     from spark_log.api_models import Ack
     from spark_log.client import Client
+    from spark_log.client.positions import Cursor
+    from spark_log.client.sync_client import SyncClient
     from spark_log.log import Record
-    from spark_log.positions import Cursor
-    from spark_log.sync_client import SyncClient
 
 
 def __getattr__(name: str) -> Any:
     """Import the clients lazily so ``spark_log.config`` stays cheap for tools that only need
-    it."""
-    if name in ("Client", "Ack"):
-        from spark_log import client
-
-        return getattr(client, name)
-    if name == "SyncClient":
-        from spark_log.sync_client import SyncClient
-
-        return SyncClient
-    if name == "Cursor":
-        from spark_log.positions import Cursor
-
-        return Cursor
+    it (each import a literal one, so the import-rule test can follow it)."""
     if name == "Record":
         from spark_log.log import Record
 
         return Record
-    raise AttributeError(name)
+    if name in ("Ack", "Client", "Cursor", "SyncClient"):
+        from spark_log import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,7 +24,7 @@ import pytest
 from liftlog.embedded.nats_auth import SecureNats
 from liftlog.embedded.standalone_secure import SecureStack
 from liftlog.embedded.zookeeper_tls import node_zk_security
-from spark_log.credentials import ENV_CREDENTIALS_FILE, ENV_NAMES
+from spark_log.client.credentials import ENV_CREDENTIALS_FILE, ENV_NAMES
 from spark_log.nats_config import ENV_NATS_FIELDS, NatsCredentials
 from spark_log.tls_config import ZkSecurityConfig
 

@@ -24,9 +24,9 @@ from datasource.compaction.settings import (
     Progress,
 )
 from datasource.compaction.target import describe_target
-from spark_log.credentials import ClientCredentials
+from spark_log.client.credentials import ClientCredentials
+from spark_log.client.rest import RestClient
 from spark_log.lake.packing import DEFAULT_TARGET_FILE_BYTES
-from spark_log.rest import RestClient
 
 BYTES_PER_MB = 1024 * 1024
 T = TypeVar("T")

@@ -23,7 +23,8 @@ from spark_log.lake.compaction_state import (
     tombstones_app_id,
 )
 from spark_log.lake.errors import LakeCommitConflictError
-from spark_log.lake.rewrite import NewFile, RewriteSnapshot, TableFile, changed_since
+from spark_log.lake.new_file import NewFile
+from spark_log.lake.rewrite import RewriteSnapshot, TableFile, changed_since
 
 
 def commit_compaction(

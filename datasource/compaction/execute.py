@@ -30,7 +30,8 @@ from datasource.compaction.report import (
 from datasource.compaction.settings import CompactionOptions, Progress
 from spark_log.errors import LakeError
 from spark_log.lake.errors import LakeCommitConflictError
-from spark_log.lake.rewrite import NewFile, RewriteSnapshot, TableFile, discard
+from spark_log.lake.new_file import NewFile, discard
+from spark_log.lake.rewrite import RewriteSnapshot, TableFile
 
 
 def execute_plan(

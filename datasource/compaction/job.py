@@ -47,7 +47,7 @@ from datasource.compaction.tasks import (
     scan_keys,
 )
 from spark_log.lake.layout import PARTITION_COLUMN
-from spark_log.lake.rewrite import NewFile
+from spark_log.lake.new_file import NewFile
 from spark_log.lake.storage import LakeStorage
 
 SCAN_TASKS_PER_CORE = 4

@@ -22,10 +22,10 @@ from datasource.compaction.runner import compact_stream
 from datasource.compaction.settings import CompactionOptions, CompactionTarget, Progress
 from datasource.compaction.target import describe_target, scheduled_streams
 from datasource.session_conf import session_lake_options
+from spark_log.client.rest import RestClient
 from spark_log.errors import LiftlogError
 from spark_log.lake.compaction_state import compaction_app_id
 from spark_log.lake.rewrite import RewriteSnapshot
-from spark_log.rest import RestClient
 
 DEFAULT_WATCH_POLL_S = 30.0
 """How often the scheduler looks for new streams and elapsed intervals (at most)."""

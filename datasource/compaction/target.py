@@ -17,7 +17,7 @@ from datasource.compaction.lake_options import from_environment
 from datasource.compaction.settings import CompactionTarget
 from datasource.lake_keys import LakeKeySource
 from spark_log.api_models import StreamDescription, StreamList
-from spark_log.rest import RestClient
+from spark_log.client.rest import RestClient
 
 
 def describe_target(

@@ -35,7 +35,7 @@ from spark_log.crypto.parquet_kms import PartitionFileCrypto
 from spark_log.lake.file_reader import open_parquet
 from spark_log.lake.file_writer import PartitionFileWriter
 from spark_log.lake.layout import FILE_SCHEMA, MICROS_PER_MILLI, PARTITION_COLUMN
-from spark_log.lake.rewrite import NewFile, discard_paths
+from spark_log.lake.new_file import NewFile, discard_paths
 from spark_log.lake.storage import LakeStorage
 
 SCAN_BATCH_ROWS = 256 * 1024

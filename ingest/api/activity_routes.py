@@ -13,8 +13,8 @@ import logging
 
 from fastapi import FastAPI
 
+from ingest.admin.node_view import NodeView
 from ingest.api.models import ActivitySwitch
-from ingest.node_view import NodeView
 from spark_log.api_models import ActivityStatus
 from spark_log.errors import StreamExistsError
 from spark_log.stream_spec import ACTIVITY_STREAM, StreamSpec, internal_subject

@@ -11,7 +11,8 @@ from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
 from pydantic import ValidationError
 
-from ingest import admin, decommission, preferred_election, reassign
+from ingest.admin import decommission, preferred_election, reassign
+from ingest.admin import streams as admin
 from ingest.api.activity_routes import install_activity_routes
 from ingest.api.auth import auth_dependency, principal_of
 from ingest.api.auth_first import authenticating_route_class
@@ -30,18 +31,10 @@ from ingest.api.models import (
     StreamCreate,
 )
 from ingest.api.strict_params import refuse_unknown_params
-from ingest.cursors import CursorService
-from ingest.fetch_positions import (
-    START_PATTERN,
-    FetchLimits,
-    Stop,
-    check_start_choice,
-    fetch_until_stop,
-    named_start_offset,
-)
-from ingest.groups import GroupService
-from ingest.lake_tier import LakeTier
-from ingest.produce_request import (
+from ingest.groups.cursors import CursorService
+from ingest.groups.service import GroupService
+from ingest.lake.tier import LakeTier
+from ingest.produce.request import (
     ProduceAck,
     ProduceRequest,
     ack_policy_or_default,
@@ -51,7 +44,15 @@ from ingest.produce_request import (
     local_request,
     normalize_batch_table,
 )
-from ingest.tiered_fetch import TieredReads
+from ingest.replica.positions import (
+    START_PATTERN,
+    FetchLimits,
+    Stop,
+    check_start_choice,
+    fetch_until_stop,
+    named_start_offset,
+)
+from ingest.replica.tiered_fetch import TieredReads
 from spark_log.api_models import (
     BrokerInfo,
     ClusterInfo,
@@ -84,7 +85,7 @@ from spark_log.stream_spec import StreamSpec
 from spark_log.wire import ARROW_STREAM_MEDIA_TYPE, HEADER_KEY
 
 if TYPE_CHECKING:
-    from ingest.node_view import NodeView as IngestNode
+    from ingest.admin.node_view import NodeView as IngestNode
 
 Encoding = Annotated[str, Query(pattern="^(base64|utf-8)$", description="key/value encoding")]
 

@@ -5,7 +5,7 @@ Credentials: ``Authorization: Bearer <token>``, or else a verified client certif
 (mTLS), whose subject CN is the principal. A request that sent a bearer token is judged by
 it alone. The caller's principal is left on ``request.state.principal`` and the caller's
 bearer token in a context variable, which node-to-node calls made on the caller's behalf
-forward (ingest/node_credentials.py).
+forward (ingest/security/node_credentials.py).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from fastapi.routing import APIRoute
 
 from ingest.api.client_cert import client_cert_principal
 from ingest.api.route_acl import NEW_STREAM, STREAM, RouteRule, rule_for
-from ingest.auth import ANONYMOUS_PRINCIPAL, NodeAuth
-from ingest.node_credentials import caller_token
+from ingest.security.node_auth import ANONYMOUS_PRINCIPAL, NodeAuth
+from ingest.security.node_credentials import caller_token
 from spark_log.auth import stream_resource
 from spark_log.errors import ForbiddenError, UnauthenticatedError
 

@@ -22,7 +22,7 @@ from ingest.api.auth import authenticate
 from ingest.api.route_acl import rule_for
 
 if TYPE_CHECKING:
-    from ingest.auth import NodeAuth
+    from ingest.security.node_auth import NodeAuth
 
 Handler = Callable[[Request], Awaitable[Response]]
 

@@ -19,7 +19,7 @@ from coordinator.errors import CoordinatorError
 from ingest.api.auth import principal_of
 from ingest.api.auth_models import AclCreate, TokenCreate
 from ingest.api.auth_openapi import document_auth
-from ingest.auth import NodeAuth
+from ingest.security.node_auth import NodeAuth
 from spark_log.auth import AclEntry, TokenRecord
 from spark_log.auth.models import (
     AclInfo,
@@ -34,7 +34,7 @@ from spark_log.auth.models import (
 from spark_log.auth.tokens import check_principal
 
 if TYPE_CHECKING:
-    from ingest.node_view import NodeView
+    from ingest.admin.node_view import NodeView
 
 log = logging.getLogger("liftlog.auth")
 

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from fastapi import FastAPI, Request
 
 from ingest.api.models import CursorSet
-from ingest.cursors import HEADER_FORWARDED, CursorService
+from ingest.groups.cursors import HEADER_FORWARDED, CursorService
 from spark_log.api_models import CursorDeleted, CursorView
 
 CURSOR_PATH = "/v1/streams/{stream}/partitions/{partition}/cursors/{cursor_id}"

@@ -13,7 +13,7 @@ import base64
 from fastapi import FastAPI, Response
 
 from coordinator.partition_keys import key_context, read_key, rewrap_all
-from ingest.node_view import NodeView
+from ingest.admin.node_view import NodeView
 from spark_log.api_models import EncryptionRotation, PartitionDataKey
 from spark_log.crypto import KeyProvider
 from spark_log.errors import (

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from fastapi import FastAPI, Request
 
+from ingest.admin.node_view import NodeView
 from ingest.api.auth import principal_of, require
 from ingest.api.models import GroupCommit, GroupHeartbeat, GroupJoin, GroupOffsetsReset
-from ingest.cursors import HEADER_FORWARDED
-from ingest.group_coordinator import StreamFilter
-from ingest.groups import GroupService, StreamCheck
-from ingest.node_view import NodeView
+from ingest.groups.coordinator import StreamFilter
+from ingest.groups.cursors import HEADER_FORWARDED
+from ingest.groups.service import GroupService, StreamCheck
 from spark_log.api_models import (
     GroupCommitted,
     GroupDeleted,

@@ -16,7 +16,7 @@ from ingest.api.tls_extension import HttpToolsTlsProtocol
 from spark_log.tls_config import ApiTlsConfig
 
 if TYPE_CHECKING:
-    from ingest.node_view import NodeView as IngestNode
+    from ingest.admin.node_view import NodeView as IngestNode
 
 API_START_TIMEOUT_S = 10.0
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from spark_log.client import Client
-from spark_log.group_session import StreamPartition
+from spark_log.client.group_session import StreamPartition
 
 
 def _writer(out: TextIO, tag: str) -> Callable[[list[StreamPartition]], None]:

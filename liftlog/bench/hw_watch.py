@@ -12,8 +12,8 @@ import time
 
 from liftlog.bench.node_probe import high_watermark
 from liftlog.bench.settings import HW_POLL_INTERVAL_S
+from spark_log.client.rest import RestClient
 from spark_log.errors import LiftlogError
-from spark_log.rest import RestClient
 
 
 class HwWatcher:

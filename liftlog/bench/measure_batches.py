@@ -17,7 +17,7 @@ from liftlog.bench.progress import Progress
 from liftlog.bench.settings import ACK_TIMEOUT_S, BenchSettings
 from liftlog.bench.stats import Throughput
 from liftlog.bench.window import WindowOutcome, run_window
-from spark_log.client import Ack, encode_producer_batch
+from spark_log.client.client import Ack, encode_producer_batch
 
 SHRINK_FACTOR = 0.9
 

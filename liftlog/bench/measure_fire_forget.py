@@ -29,7 +29,7 @@ from liftlog.bench.node_probe import high_watermark, slow_consumer_drops
 from liftlog.bench.progress import Progress
 from liftlog.bench.settings import RECORDING_STALL_S, BenchSettings
 from liftlog.bench.subscriber_process import SubscriberCount, bare_subscriber
-from spark_log.rest import RestClient
+from spark_log.client.rest import RestClient
 
 WATCH_STEP_S = 0.05
 SUBSCRIBER_CPU = "subscriber"

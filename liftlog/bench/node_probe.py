@@ -13,7 +13,7 @@ from pathlib import Path
 
 from liftlog.bench.errors import BenchError
 from spark_log.api_models import StreamDescription
-from spark_log.rest import RestClient
+from spark_log.client.rest import RestClient
 
 PROBE_TIMEOUT_S = 5.0
 SLOW_CONSUMER_METRIC = "liftlog_slow_consumer_drops_total"

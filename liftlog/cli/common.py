@@ -1,4 +1,5 @@
-"""What every command group shares: the ``--server`` option, the REST client, table output."""
+"""What every command group shares: the ``--server`` option, the REST client, the output
+of tables and acks."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import json
 import os
 from typing import Any
 
-from spark_log.credentials import ENV_CREDENTIALS_FILE, ENV_NAMES, ClientCredentials
-from spark_log.rest import DEFAULT_SERVER, RestClient
+from spark_log.api_models import Ack
+from spark_log.client.credentials import ENV_CREDENTIALS_FILE, ENV_NAMES, ClientCredentials
+from spark_log.client.rest import DEFAULT_SERVER, RestClient
 
 SERVER_ENV = "LIFTLOG_SERVER"
 
@@ -95,3 +97,13 @@ def print_table(headers: list[str], rows: list[list[Any]]) -> None:
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     for row in cells:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def ack_line(ack: Ack | None) -> str:
+    """``orders/0 offset=3``, with ``count=N`` for batches and ``duplicate`` when the node
+    recognised the Nats-Msg-Id and stored nothing new."""
+    if ack is None:
+        return "published (no ack requested)"
+    extra = f" count={ack.count}" if ack.count != 1 else ""
+    duplicate = " duplicate" if ack.duplicate else ""
+    return f"{ack.stream}/{ack.partition} offset={ack.offset}{extra}{duplicate}"

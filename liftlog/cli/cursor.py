@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from liftlog.cli.common import add_json_arg, add_server_arg, print_result, rest
-from spark_log import cursor_client
+from spark_log.client import cursors
 
 
 def add_cursor_parser(sub: Any) -> None:
@@ -42,14 +42,14 @@ def _where(args: argparse.Namespace) -> str:
 
 
 def _set(args: argparse.Namespace) -> int:
-    view = cursor_client.set_cursor(
+    view = cursors.set_cursor(
         rest(args), args.cursor_id, args.stream, args.partition, args.offset
     )
     return print_result(args, view.to_json(), f"{_where(args)}: {view.offset}")
 
 
 def _get(args: argparse.Namespace) -> int:
-    view = cursor_client.describe_cursor(rest(args), args.cursor_id, args.stream, args.partition)
+    view = cursors.describe_cursor(rest(args), args.cursor_id, args.stream, args.partition)
     if view is None:
         document = {
             "stream": args.stream,
@@ -62,5 +62,5 @@ def _get(args: argparse.Namespace) -> int:
 
 
 def _delete(args: argparse.Namespace) -> int:
-    answer = cursor_client.delete_cursor(rest(args), args.cursor_id, args.stream, args.partition)
+    answer = cursors.delete_cursor(rest(args), args.cursor_id, args.stream, args.partition)
     return print_result(args, answer.to_json(), f"{_where(args)}: deleted")

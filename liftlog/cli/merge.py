@@ -17,7 +17,7 @@ import heapq
 from collections.abc import AsyncIterator
 from typing import Any
 
-from spark_log.positions import Stop
+from spark_log.client.positions import Stop
 
 TAIL_PAGE_RECORDS = 1000
 FOLLOW_WAIT_MS = 1000

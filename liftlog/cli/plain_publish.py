@@ -10,9 +10,9 @@ from typing import Any
 import nats
 import nats.errors
 
-from liftlog.cli.common import rest
+from liftlog.cli.common import ack_line, rest
 from spark_log.api_models import Ack, ClusterInfo, StreamDescription
-from spark_log.client import ack_from_wire, nats_url_from_cluster, no_responders_error
+from spark_log.client.client import ack_from_wire, nats_url_from_cluster, no_responders_error
 from spark_log.errors import InvalidRequestError, RequestTimeoutError, UnavailableError
 from spark_log.nats_config import nats_credentials_from_env
 from spark_log.nats_options import nats_auth_options
@@ -24,8 +24,6 @@ PLAIN_CONNECT_TIMEOUT_S = 5.0
 
 async def publish_plain(args: argparse.Namespace, values: list[str]) -> int:
     """Send each value as a NATS request and print the ack (or raise the error ack)."""
-    from liftlog.cli.publish import ack_line
-
     client = rest(args)
     spec = StreamDescription.from_json(client.get_json(f"/v1/streams/{args.stream}")).spec
     partition = 0 if args.partition is None else args.partition

@@ -8,9 +8,8 @@ import asyncio
 import sys
 from typing import Any
 
-from liftlog.cli.common import add_server_arg, credentials
+from liftlog.cli.common import ack_line, add_server_arg, credentials
 from liftlog.cli.plain_publish import publish_plain
-from spark_log.api_models import Ack
 from spark_log.errors import InvalidRequestError
 from spark_log.stream_spec import ACK_POLICIES
 
@@ -122,13 +121,3 @@ async def _publish_async(
             )
             print(ack_line(ack), flush=True)
     return 0
-
-
-def ack_line(ack: Ack | None) -> str:
-    """``orders/0 offset=3``, with ``count=N`` for batches and ``duplicate`` when the node
-    recognised the Nats-Msg-Id and stored nothing new."""
-    if ack is None:
-        return "published (no ack requested)"
-    extra = f" count={ack.count}" if ack.count != 1 else ""
-    duplicate = " duplicate" if ack.duplicate else ""
-    return f"{ack.stream}/{ack.partition} offset={ack.offset}{extra}{duplicate}"

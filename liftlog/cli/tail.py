@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from liftlog.cli.common import add_server_arg, credentials
 from liftlog.cli.merge import follow_partitions, merged_records
+from spark_log.client.positions import START_NAMES, STOP_LATEST, Cursor, Start, Stop, check_order
 from spark_log.errors import InvalidRequestError
-from spark_log.positions import START_NAMES, STOP_LATEST, Cursor, Start, Stop, check_order
 
 CURSOR_PREFIX = "cursor:"
 

@@ -141,5 +141,5 @@ def _existing_token(path: Path) -> str:
 
 
 def _credentials_toml(token: str, ca_file: str) -> str:
-    """spark_log.credentials.ClientCredentials as TOML (JSON strings are TOML strings)."""
+    """spark_log.client.credentials.ClientCredentials as TOML (JSON strings are TOML strings)."""
     return f"token = {json.dumps(token)}\nca_file = {json.dumps(os.path.abspath(ca_file))}\n"

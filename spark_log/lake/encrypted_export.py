@@ -21,7 +21,7 @@ from spark_log.errors import NotLeaderError
 from spark_log.lake.errors import LakeCommitConflictError
 from spark_log.lake.extract import LakeRange
 from spark_log.lake.file_writer import PartitionFileWriter
-from spark_log.lake.rewrite import NewFile, discard_paths
+from spark_log.lake.new_file import NewFile, discard_paths
 from spark_log.lake.storage import LakeStorage
 from spark_log.lake.table import LakeSnapshot
 

@@ -23,7 +23,7 @@ import pyarrow.parquet.encryption as pe
 from spark_log.crypto.parquet_kms import ENCRYPTED_COLUMNS, PartitionFileCrypto
 from spark_log.errors import LakeError
 from spark_log.lake.layout import FILE_SCHEMA, PARTITION_COLUMN
-from spark_log.lake.rewrite import NewFile, written_file
+from spark_log.lake.new_file import NewFile, written_file
 from spark_log.lake.storage import LakeStorage
 
 COMPRESSION = "snappy"

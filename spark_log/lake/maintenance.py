@@ -14,8 +14,8 @@ from __future__ import annotations
 from deltalake import DeltaTable
 
 from spark_log.errors import LakeError
-from spark_log.lake.rewrite import FOREIGN_ERRORS
 from spark_log.lake.storage import LakeStorage
+from spark_log.lake.table import FOREIGN_ERRORS
 
 DELTA_DEFAULT_RETENTION_HOURS = 168.0
 """Delta's default ``delta.deletedFileRetentionDuration`` (7 days); below it, delta-rs wants

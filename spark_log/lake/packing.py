@@ -32,14 +32,10 @@ from spark_log.lake.errors import EncryptedLakeKeysError
 from spark_log.lake.file_reader import open_parquet
 from spark_log.lake.file_writer import PartitionFileWriter
 from spark_log.lake.layout import FILE_SCHEMA
-from spark_log.lake.rewrite import (
-    FOREIGN_ERRORS,
-    NewFile,
-    RewriteSnapshot,
-    TableFile,
-    discard_paths,
-)
+from spark_log.lake.new_file import NewFile, discard_paths
+from spark_log.lake.rewrite import RewriteSnapshot, TableFile
 from spark_log.lake.storage import LakeStorage
+from spark_log.lake.table import FOREIGN_ERRORS
 
 DEFAULT_TARGET_FILE_BYTES = 128 * 1024 * 1024
 """The exporter's ``max_bytes_per_file`` default: packed files are as large as big exports."""

@@ -32,7 +32,7 @@ from spark_log.lake.layout import LAKE_SCHEMA, PARTITION_COLUMN, app_id
 from spark_log.lake.storage import LakeStorage
 
 if TYPE_CHECKING:
-    from spark_log.lake.rewrite import NewFile
+    from spark_log.lake.new_file import NewFile
 
 # Commits of other partitions that land first only make a commit retry at the next version;
 # with many partitions exporting to one table at once that can take more than delta-rs's

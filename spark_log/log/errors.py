@@ -29,4 +29,4 @@ class FsyncError(StorageError):
     """An fsync of log data failed. Linux may already have dropped the dirty pages and marked
     them clean, so a later fsync that succeeds proves nothing about them: the log refuses
     writes until it is reopened (recovery rescans it), whatever the errno, ENOSPC included.
-    Never a full-disk stall that retries by itself (``ingest.storage_stall``)."""
+    Never a full-disk stall that retries by itself (``ingest.replication.storage_stall``)."""

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from spark_log.client import Client
+from spark_log.client.group_session import backoff_s
 from spark_log.config import LogConfig
 from spark_log.cursor_record import cursors_partition
 from spark_log.cursors_config import CursorsConfig
 from spark_log.errors import LiftlogError
-from spark_log.group_session import backoff_s
 from spark_log.stream_spec import CURSORS_STREAM
 from tests.integration.conftest import create_stream, node_client
 from tests.waiting import wait_for, wait_for_async

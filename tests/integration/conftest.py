@@ -20,8 +20,8 @@ import pytest
 from liftlog.embedded.node import NodeProcess
 from liftlog.embedded.ports import free_port
 from spark_log.auth_config import AuthConfig
+from spark_log.client.credentials import ClientCredentials
 from spark_log.config import LakeConfig, LogConfig, NodeConfig
-from spark_log.credentials import ClientCredentials
 from spark_log.nats_config import nats_credentials_from_env
 from spark_log.nats_options import nats_auth_options
 from tests.integration.secure_zk import (  # noqa: F401  (the TLS-only ZooKeeper's fixtures)

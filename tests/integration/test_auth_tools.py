@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from pyspark.errors import PySparkException
 
+from spark_log.client.sync_client import SyncClient
 from spark_log.errors import (
     AclNotFoundError,
     ForbiddenError,
     TokenNotFoundError,
     UnauthenticatedError,
 )
-from spark_log.sync_client import SyncClient
 from tests.integration.auth_stack import PROPAGATION_TIMEOUT_S, AuthCluster, start_auth_cluster
 from tests.integration.spark_session import liftlog_reader, spark
 from tests.stacks import plain_stack_only

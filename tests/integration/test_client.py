@@ -20,7 +20,7 @@ from spark_log.api_models import (
     StreamDescription,
     StreamSummary,
 )
-from spark_log.client import Client, partition_for_key
+from spark_log.client.client import Client, partition_for_key
 from spark_log.errors import (
     ExpectedOffsetMismatchError,
     InvalidRequestError,

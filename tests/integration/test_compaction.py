@@ -29,11 +29,11 @@ from datasource.compaction.report import COMPACTED, SKIPPED
 from datasource.compaction.target import describe_target
 from liftlog import cli
 from spark_log.api_models import FlushResult
+from spark_log.client.rest import RestClient
 from spark_log.lake.compaction_state import COMPACTION_METADATA_KEY, compaction_app_id
 from spark_log.lake.errors import LakeCommitConflictError
 from spark_log.lake.rewrite import RewriteSnapshot
 from spark_log.lake.storage import LakeStorage
-from spark_log.rest import RestClient
 from tests.integration.compaction_race import QUIET, compact_twice_at_once
 from tests.integration.conftest import create_stream, node_client
 from tests.waiting import wait_for

@@ -25,13 +25,13 @@ from datasource.session_conf import SESSION_LAKE_PREFIX
 from liftlog import cli
 from liftlog.embedded.seaweedfs import S3Credentials
 from spark_log.api_models import StreamDescription
+from spark_log.client.rest import RestClient
 from spark_log.config import LakeConfig
 from spark_log.lake.commit_safety import PROBE_DIR
 from spark_log.lake.compaction_state import compaction_app_id
 from spark_log.lake.errors import LakeCommitConflictError, UnsafeLakeStoreError
 from spark_log.lake.rewrite import RewriteSnapshot
 from spark_log.lake.storage import LakeStorage
-from spark_log.rest import RestClient
 from tests.integration.compaction_race import QUIET, compact_twice_at_once
 from tests.integration.conftest import create_stream, node_client
 from tests.integration.s3_lake import Row, S3StreamTable, s3_options

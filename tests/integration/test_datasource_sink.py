@@ -14,7 +14,7 @@ from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import BinaryType
 
 from spark_log.api_models import StreamDescription
-from spark_log.rest import RestClient
+from spark_log.client.rest import RestClient
 from tests.integration.datasource_data import create, lake_node, publish, rows_by_place
 from tests.integration.spark_session import liftlog_reader, spark
 from tests.waiting import wait_for

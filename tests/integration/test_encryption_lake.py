@@ -21,11 +21,11 @@ from datasource.compaction import compact_stream
 from datasource.compaction.errors import CompactionError
 from datasource.compaction.target import describe_target
 from liftlog.embedded.seaweedfs import S3Credentials
+from spark_log.client.rest import RestClient
 from spark_log.config import LakeConfig
 from spark_log.crypto import new_data_key
 from spark_log.crypto.parquet_kms import PartitionFileCrypto
 from spark_log.errors import DecryptionError
-from spark_log.rest import RestClient
 from tests.integration.compaction_race import QUIET
 from tests.integration.conftest import create_stream, node_client
 from tests.integration.encryption_cluster import encrypted_node_overrides, new_master_key

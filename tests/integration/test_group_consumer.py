@@ -18,7 +18,7 @@ import pytest
 
 from liftlog.bench.group_member import expected_redelivery, logged_commits, member_view
 from spark_log.client import Client
-from spark_log.group_consumer import GroupConsumer
+from spark_log.client.group_consumer import GroupConsumer
 from spark_log.groups_config import GroupsConfig
 from tests.integration.conftest import create_stream, node_client
 from tests.waiting import wait_for_async

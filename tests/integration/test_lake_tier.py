@@ -18,7 +18,7 @@ import httpx
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from ingest.lake_tier import LAKE_VIEW_TTL_S
+from ingest.lake.tier import LAKE_VIEW_TTL_S
 from spark_log.client import Client
 from spark_log.config import LakeConfig, LogConfig
 from spark_log.wire import ARROW_STREAM_MEDIA_TYPE

@@ -10,7 +10,7 @@ import time
 
 import pyarrow as pa
 
-from spark_log.client import encode_producer_batch
+from spark_log.client.client import encode_producer_batch
 from tests.integration.conftest import create_stream, fetch
 from tests.waiting import wait_for
 

@@ -24,10 +24,10 @@ import pytest
 
 from datasource.compaction.target import scheduled_streams
 from spark_log.client import Client
+from spark_log.client.rest import RestClient
 from spark_log.config import IngestConfig, LakeConfig, LogConfig
 from spark_log.errors import StreamReadOnlyError
 from spark_log.limits_config import LimitsConfig
-from spark_log.rest import RestClient
 from tests.integration.conftest import create_stream, fetch, node_client
 from tests.integration.encryption_cluster import encrypted_node_overrides, new_master_key
 from tests.waiting import wait_for

@@ -20,7 +20,7 @@ from spark_log.log.layout import CLEAN_SHUTDOWN_FILE, HIGH_WATERMARK_FILE
 from spark_log.log.records import records_from_batches
 from tests.jepsen.replicas import ReplicaState
 
-STREAMS_DIR = "streams"  # ingest.replica_manager.STREAMS_DIR: <data_dir>/streams/<name>@<ms>/<p>
+STREAMS_DIR = "streams"  # ingest.replica.manager.STREAMS_DIR: <data_dir>/streams/<name>@<ms>/<p>
 READ_CHUNK_BYTES = 4 * 1024 * 1024
 READ_CHUNK_RECORDS = 100_000
 

@@ -4,7 +4,7 @@ Each publisher is one asyncio task doing one attempt at a time (so concurrency i
 the number of publishers, which keeps two shared cores usable) with its own acks level, batch
 size and msg-id choice, on the NATS URL it is given: a scenario puts a publisher on one side
 of a partition by giving it that side's server. The workload never retries an attempt itself:
-the client library's own retries (``spark_log.publish_retry``) are part of what is tested,
+the client library's own retries (``spark_log.client.publish_retry``) are part of what is tested,
 and an application retry would blur which duplicates the system made.
 """
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from spark_log.client import _fetch_limit, _is_no_responders, _wants_more
+from spark_log.client.client import _fetch_limit, _is_no_responders, _wants_more
 from spark_log.errors import (
     ExpectedOffsetMismatchError,
     NoRespondersError,
@@ -69,7 +69,7 @@ def test_subscription_bounds():
 
 def test_acks_are_built_directly_not_through_the_generic_model_parse(monkeypatch):
     from spark_log.api_models import Ack
-    from spark_log.client import ack_from_wire
+    from spark_log.client.client import ack_from_wire
 
     def generic(*_args, **_kwargs):
         raise AssertionError("the publish ack path must not use the generic Ack.from_json")

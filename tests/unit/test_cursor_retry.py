@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_log.cursor_client import _retried
+from spark_log.client.cursors import _retried
 from spark_log.errors import CursorNotFoundError, NotLeaderError
 
 

@@ -13,7 +13,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.group_assignor import owners_of, sticky_assign
+from ingest.groups.assignor import owners_of, sticky_assign
 
 
 def _members(n: int, streams: tuple[str, ...] = ("s",)) -> dict[str, tuple[str, ...]]:

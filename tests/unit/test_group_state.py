@@ -15,7 +15,7 @@ import random
 
 import pytest
 
-from ingest.group_state import GroupLimits, GroupState, MemberView
+from ingest.groups.state import GroupLimits, GroupState, MemberView
 from spark_log.errors import (
     CorruptRecordError,
     FencedMemberError,

@@ -9,13 +9,10 @@ nobody could check it.
 
 from __future__ import annotations
 
-import ast
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.imports import ROOT, UNRESOLVABLE, imports
 
 # Third-party modules the core may use: its storage and wire formats (pyarrow, numpy, crc32c),
 # NATS, the Delta lake and encryption at rest (cryptography's AES-GCM). Everything above the
@@ -33,48 +30,15 @@ ALLOWED: dict[str, frozenset[str]] = {
 }
 # The application layer may import anything; it is listed so its modules are still parsed.
 APPLICATION = "liftlog"
-DYNAMIC_IMPORTERS = frozenset({"import_module", "__import__"})
-
-
-@dataclass(frozen=True)
-class Edge:
-    """One import a module can execute: where it stands and the top-level name it reaches."""
-
-    path: str
-    line: int
-    target: str
-
-
-def _literal_import(node: ast.Call) -> str | None:
-    """The module named by ``importlib.import_module("x")`` / ``__import__("x")``, or ``"?"``."""
-    func = node.func
-    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-    if name not in DYNAMIC_IMPORTERS:
-        return None
-    if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-        return node.args[0].value
-    return "?"
-
-
-def edges(path: Path, root: Path = ROOT) -> Iterator[Edge]:
-    rel = str(path.relative_to(root))
-    for node in ast.walk(ast.parse(path.read_text(), filename=rel)):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield Edge(rel, node.lineno, alias.name.split(".")[0])
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            yield Edge(rel, node.lineno, node.module.split(".")[0])
-        elif isinstance(node, ast.Call) and (target := _literal_import(node)) is not None:
-            yield Edge(rel, node.lineno, target.split(".")[0])
 
 
 def violations(package: str, allowed: frozenset[str], root: Path = ROOT) -> list[str]:
     found = []
     for path in sorted((root / package).rglob("*.py")):
-        for edge in edges(path, root):
-            if edge.target in sys.stdlib_module_names or edge.target in allowed:
+        for edge in imports(path, root):
+            if edge.top in sys.stdlib_module_names or edge.top in allowed:
                 continue
-            found.append(f"{edge.path}:{edge.line} imports {edge.target!r}")
+            found.append(f"{edge.path}:{edge.line} imports {edge.top!r}")
     return found
 
 
@@ -87,8 +51,8 @@ def test_application_layer_has_no_unresolvable_dynamic_import() -> None:
     dynamic = [
         f"{e.path}:{e.line}"
         for path in (ROOT / APPLICATION).rglob("*.py")
-        for e in edges(path)
-        if e.target == "?"
+        for e in imports(path)
+        if e.target == UNRESOLVABLE
     ]
     assert dynamic == []
 
@@ -107,7 +71,7 @@ def test_the_walk_sees_lazy_and_importlib_imports(tmp_path: Path) -> None:
         "    import kazoo.client\n"
         "    return importlib.import_module('pyspark.sql'), __import__(name)\n"
     )
-    targets = [e.target for e in edges(module, root=tmp_path)]
+    targets = [e.top for e in imports(module, root=tmp_path)]
     assert targets.count("kazoo") == 1
     assert "pyspark" in targets
-    assert "?" in targets
+    assert UNRESOLVABLE in targets

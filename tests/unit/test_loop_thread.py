@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-import spark_log.sync_client as sync_client
+import spark_log.client.sync_client as sync_client
+from spark_log.client.loop_thread import LoopReentryError, LoopThread
 from spark_log.errors import UnavailableError
-from spark_log.loop_thread import LoopReentryError, LoopThread
 
 JOIN_TIMEOUT_S = 20.0
 STUBBORN_TICK_S = 0.01
@@ -55,7 +55,7 @@ def test_a_call_waiting_when_stop_runs_fails_with_unavailable():
 
 
 def test_a_call_that_ignores_cancellation_still_fails_at_stop(monkeypatch):
-    monkeypatch.setattr("spark_log.loop_thread.LOOP_STOP_TIMEOUT_S", 0.5)
+    monkeypatch.setattr("spark_log.client.loop_thread.LOOP_STOP_TIMEOUT_S", 0.5)
     loop = LoopThread()
     started = threading.Event()
     release = threading.Event()

@@ -6,8 +6,7 @@ import datetime as dt
 
 import pytest
 
-from spark_log.errors import InvalidRequestError
-from spark_log.positions import (
+from spark_log.client.positions import (
     StopBounds,
     check_order,
     check_start,
@@ -17,6 +16,7 @@ from spark_log.positions import (
     stop_bounds,
     stop_timestamp_ms,
 )
+from spark_log.errors import InvalidRequestError
 
 WHEN = dt.datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=dt.UTC)
 WHEN_MS = 1767323045678

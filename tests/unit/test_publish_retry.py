@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from spark_log.client.publish_retry import (
+    DEFAULT_DELIVERY_TIMEOUT_S,
+    MAX_BACKOFF_S,
+    backoff_s,
+    is_retriable,
+    retry_delay,
+)
 from spark_log.errors import (
     ExpectedOffsetMismatchError,
     LiftlogError,
@@ -15,13 +22,6 @@ from spark_log.errors import (
     RequestTimeoutError,
     StreamPausedError,
     UnavailableError,
-)
-from spark_log.publish_retry import (
-    DEFAULT_DELIVERY_TIMEOUT_S,
-    MAX_BACKOFF_S,
-    backoff_s,
-    is_retriable,
-    retry_delay,
 )
 
 
@@ -93,7 +93,7 @@ def test_the_default_delivery_timeout_is_bounded():
 def test_giving_up_after_a_try_that_may_have_stored_is_indeterminate():
     """A timed-out try may have appended; a later retry's no_responders must not tell the
     caller that nothing was stored (the caller would then publish again: a duplicate)."""
-    from spark_log.client import _raise_outcome
+    from spark_log.client.client import _raise_outcome
 
     earlier = RequestTimeoutError("no ack in time")
     with pytest.raises(RequestTimeoutError) as raised:

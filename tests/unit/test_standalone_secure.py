@@ -10,8 +10,8 @@ import pytest
 from liftlog.embedded.data_dir_lock import DataDirInUseError, DataDirLock
 from liftlog.embedded.standalone import Standalone
 from liftlog.embedded.standalone_secure import SecureStack
+from spark_log.client.credentials import load_credentials_file
 from spark_log.config import NodeConfig, dump_node_config, load_node_config
-from spark_log.credentials import load_credentials_file
 from spark_log.errors import ConfigError
 
 

@@ -6,9 +6,9 @@ import asyncio
 from typing import cast
 
 from coordinator.znodes import NO_LEADER, PartitionState
-from ingest.follower_path import FollowerPath
-from ingest.partition_state import Partition
-from ingest.unclean_loss import AT_LEAST, EXACT, assess_loss, divergence_point, last_holders
+from ingest.admin.unclean_loss import AT_LEAST, EXACT, assess_loss, divergence_point, last_holders
+from ingest.replication.follower_path import FollowerPath
+from ingest.replication.partition_state import Partition
 from spark_log.api_models import EpochEntryView, LeaderReportView, RecoveryLossView, ReplicaView
 from spark_log.log import PartitionLog
 

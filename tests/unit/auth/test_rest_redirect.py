@@ -8,8 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from spark_log.credentials import ClientCredentials
-from spark_log.rest import RestClient
+from spark_log.client.credentials import ClientCredentials
+from spark_log.client.rest import RestClient
 
 
 class _Recorder(BaseHTTPRequestHandler):

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from liftlog.cli.common import ack_line
 from liftlog.cli.plain_publish import _ack
-from liftlog.cli.publish import ack_line
 from spark_log.api_models import Ack
 from spark_log.errors import StreamPausedError
 
@@ -37,7 +37,7 @@ def test_a_malformed_plain_reply_is_a_typed_error(reply):
 
 def test_plain_publish_reuses_the_clients_pieces():
     import liftlog.cli.plain_publish as plain
-    import spark_log.client as client
+    import spark_log.client.client as client
 
     assert plain.ack_from_wire is client.ack_from_wire
     assert plain.nats_url_from_cluster is client.nats_url_from_cluster

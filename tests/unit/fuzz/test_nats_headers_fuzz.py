@@ -11,7 +11,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from ingest.api.app import record_json
-from ingest.produce_request import request_from_nats
+from ingest.produce.request import request_from_nats
 from spark_log.errors import InvalidRequestError, RecordTooLargeError
 from spark_log.log import build_record_batch, encode_batch, records_from_batches
 from spark_log.stream_spec import ACK_POLICIES, StreamSpec

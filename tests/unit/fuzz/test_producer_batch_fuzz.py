@@ -13,8 +13,8 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from ingest.api.app import record_json
-from ingest.leader import _batch_records
-from ingest.produce_request import decode_arrow_stream, local_request, normalize_batch_table
+from ingest.produce.request import decode_arrow_stream, local_request, normalize_batch_table
+from ingest.produce.sequencer import _batch_records
 from spark_log.errors import InvalidRequestError, RecordTooLargeError
 from spark_log.log import encode_batch, records_from_batches
 from spark_log.stream_spec import StreamSpec

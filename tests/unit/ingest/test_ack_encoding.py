@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from ingest.leader import AckRouter, Sequenced
-from ingest.produce_request import ProduceRequest
+from ingest.produce.ack_router import AckRouter
+from ingest.produce.request import ProduceRequest
+from ingest.produce.sequencer import Sequenced
 from spark_log.wire import ack_prefix, encode_ack, encode_duplicate_ack, encode_error
 
 PREFIX = ack_prefix("orders", 2)
@@ -61,7 +62,7 @@ def test_the_router_requires_the_duplicate_encoder():
 
 def test_produce_acks_are_read_by_name_into_the_rest_publish_result():
     from ingest.api.app import publish_result
-    from ingest.produce_request import ProduceAck
+    from ingest.produce.request import ProduceAck
 
     ack = ProduceAck(offset=4, count=3)
     assert (ack.offset, ack.count, ack.duplicate) == (4, 3, False)

@@ -8,14 +8,14 @@ import dataclasses
 import pyarrow as pa
 import pytest
 
-from ingest.dedup import DedupWindow
-from ingest.leader import Sequencer
-from ingest.produce_request import (
+from ingest.produce.dedup import DedupWindow
+from ingest.produce.request import (
     ProduceRequest,
     create_timestamp,
     normalize_batch_table,
     request_from_nats,
 )
+from ingest.produce.sequencer import Sequencer
 from spark_log.errors import InvalidTimestampError
 from spark_log.log import records_from_batches
 from spark_log.stream_spec import StreamSpec

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ingest.dedup import DedupWindow
-from ingest.purgatory import Purgatory
+from ingest.produce.dedup import DedupWindow
+from ingest.produce.purgatory import Purgatory
 from spark_log.errors import NotLeaderError
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from ingest.dedup import DedupWindow
-from ingest.dedup_rebuild import rebuild_dedup_window
-from ingest.leader import Sequencer
-from ingest.produce_request import ProduceRequest, normalize_batch_table
+from ingest.produce.dedup import DedupWindow
+from ingest.produce.dedup_rebuild import rebuild_dedup_window
+from ingest.produce.request import ProduceRequest, normalize_batch_table
+from ingest.produce.sequencer import Sequencer
 from spark_log.config import LogConfig
 from spark_log.log import PartitionLog
 from spark_log.stream_spec import StreamSpec

@@ -4,7 +4,7 @@ message when followers fetch it)."""
 
 from __future__ import annotations
 
-from ingest.leader import MAX_STORED_BATCH_BYTES, _split
+from ingest.produce.sequencer import MAX_STORED_BATCH_BYTES, _split
 from spark_log.crypto import ENCRYPTION_OVERHEAD, ValueCipher, new_data_key
 from spark_log.log import build_record_batch, encode_batch
 

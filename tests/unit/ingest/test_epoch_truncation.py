@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 
 from coordinator.znodes import PartitionState
-from ingest.fetch_server import FetchServer
-from ingest.fetcher import ReplicaFetcher
-from ingest.follower_path import FollowerPath
 from ingest.metrics import NodeMetrics
-from ingest.partition import PartitionReplica
-from ingest.partition_state import Partition
-from ingest.tail_cache import TailCache
+from ingest.replica.replica import PartitionReplica
+from ingest.replication.fetch_server import FetchServer
+from ingest.replication.fetcher import ReplicaFetcher
+from ingest.replication.follower_path import FollowerPath
+from ingest.replication.partition_state import Partition
+from ingest.replication.tail_cache import TailCache
 from spark_log.config import LogConfig, NodeConfig
 from spark_log.log import PartitionLog, build_record_batch, encode_batch, iter_batches
 from spark_log.stream_spec import StreamSpec

@@ -3,7 +3,7 @@ unexported record, and at once for a backlog it did not append itself."""
 
 from __future__ import annotations
 
-from ingest.export_cadence import ExportCadence
+from ingest.lake.cadence import ExportCadence
 
 MIN_BYTES = 1000
 INTERVAL_MS = 10_000

@@ -10,7 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from ingest.fetch_positions import (
+from ingest.metrics import NodeMetrics
+from ingest.replica.positions import (
     FetchLimits,
     Stop,
     check_start_choice,
@@ -18,8 +19,7 @@ from ingest.fetch_positions import (
     fetch_until_stop,
     named_start_offset,
 )
-from ingest.metrics import NodeMetrics
-from ingest.read_path import FetchResult, ReadPath
+from ingest.replica.read_path import FetchResult, ReadPath
 from spark_log.config import LogConfig
 from spark_log.errors import InvalidRequestError
 from spark_log.log import PartitionLog, build_record_batch, encode_batch

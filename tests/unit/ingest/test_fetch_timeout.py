@@ -3,8 +3,8 @@ follower's request times out, so that timeout stays close to the leader's longes
 
 from __future__ import annotations
 
-from ingest.fetch_server import MAX_FOLLOWER_WAIT_MS
-from ingest.fetcher import FETCH_RESPONSE_GRACE_S, FETCH_WAIT_MS, fetch_timeout_s
+from ingest.replication.fetch_server import MAX_FOLLOWER_WAIT_MS
+from ingest.replication.fetcher import FETCH_RESPONSE_GRACE_S, FETCH_WAIT_MS, fetch_timeout_s
 
 
 def test_the_timeout_outlasts_the_leaders_wait() -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.follower_path import FollowerPath
-from ingest.partition_state import Partition
+from ingest.replication.follower_path import FollowerPath
+from ingest.replication.partition_state import Partition
 from spark_log.config import LogConfig
 from spark_log.log import PartitionLog, build_record_batch, encode_batch
 from tests.unit.ingest.conftest import ManualClock

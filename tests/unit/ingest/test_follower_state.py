@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ingest.follower_state import FollowerTracker
+from ingest.replication.follower_state import FollowerTracker
 
 
 def _tracker(now: int = 0) -> FollowerTracker:

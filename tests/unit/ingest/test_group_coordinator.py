@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from ingest.group_coordinator import GroupCoordinator, group_key
-from ingest.group_state import GroupLimits
-from ingest.group_streams import StreamFacts
+from ingest.groups.coordinator import GroupCoordinator, group_key
+from ingest.groups.state import GroupLimits
+from ingest.groups.streams import StreamFacts
 from spark_log.api_models import GroupOffset
 from spark_log.cursor_record import CursorValue, cursor_key
 from spark_log.errors import FencedMemberError, NotEnoughReplicasError, StreamNotFoundError

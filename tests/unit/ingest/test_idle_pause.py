@@ -9,9 +9,9 @@ import pytest
 
 from coordinator.errors import ZkUnavailableError
 from coordinator.znodes import PartitionState
-from ingest import idle_pause
-from ingest.idle_pause import IdleClock, IdlePause
-from ingest.partition_state import Partition
+from ingest.replica import idle_pause
+from ingest.replica.idle_pause import IdleClock, IdlePause
+from ingest.replication.partition_state import Partition
 from spark_log.errors import StreamPausedError
 from spark_log.stream_spec import CURSORS_STREAM, StreamSpec, internal_subject
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from coordinator.errors import VersionConflictError, ZkNotSentError, ZkUnavailableError
 from coordinator.znodes import PartitionState
 from ingest.metrics import NodeMetrics
-from ingest.partition import ISR_RETRY_MS, PartitionReplica, _may_postpone
-from ingest.partition_state import ROLE_LEADER
+from ingest.replica.replica import ISR_RETRY_MS, PartitionReplica, _may_postpone
+from ingest.replication.partition_state import ROLE_LEADER
 from spark_log.config import NodeConfig
 from spark_log.errors import LiftlogError
 from spark_log.stream_spec import StreamSpec

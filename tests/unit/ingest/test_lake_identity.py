@@ -10,7 +10,7 @@ import pytest
 
 from coordinator.errors import VersionConflictError, ZNodeExistsError, ZNodeNotFoundError
 from coordinator.znodes import LAKE_PATH, LakeRecord
-from ingest.lake_identity import FAILURE_MEMORY_S, LakeIdentity
+from ingest.lake.identity import FAILURE_MEMORY_S, LakeIdentity
 from spark_log.errors import LakeError
 from spark_log.lake.errors import LakeIdentityError
 from spark_log.lake.identity import IDENTITY_FILE, read_lake_id, write_lake_id
@@ -95,7 +95,7 @@ def test_the_claimant_restarted_on_an_empty_disk_is_refused_too(tmp_path: Path) 
 def test_a_claimant_that_crashed_before_its_file_completes_the_claim(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("ingest.lake_identity.CLAIM_WAIT_S", 0.2)
+    monkeypatch.setattr("ingest.lake.identity.CLAIM_WAIT_S", 0.2)
     zk, lake = FakeSession(), tmp_path / "lake"
     claim = LakeRecord(lake_id="abc", uri=str(lake), claimed_by=1, claimed_at_ms=1)
     zk.create_json(LAKE_PATH, claim.to_json())

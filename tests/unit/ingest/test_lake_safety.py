@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.lake_safety import LakeSafety
+from ingest.lake.commit_safety import LakeSafety
 from ingest.metrics import NodeMetrics
 from spark_log.lake.errors import UnsafeLakeStoreError
 from spark_log.lake.storage import LakeStorage

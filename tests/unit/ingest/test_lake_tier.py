@@ -12,10 +12,10 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from ingest.fetch_positions import FetchLimits, Stop, fetch_until_stop
-from ingest.lake_tier import LakePartition, LakeTier
-from ingest.read_path import FetchResult
-from ingest.tiered_fetch import TieredReads
+from ingest.lake.tier import LakePartition, LakeTier
+from ingest.replica.positions import FetchLimits, Stop, fetch_until_stop
+from ingest.replica.read_path import FetchResult
+from ingest.replica.tiered_fetch import TieredReads
 from spark_log.config import LakeConfig
 from spark_log.errors import OffsetOutOfRangeError
 from spark_log.lake import LAKE_SCHEMA, LakeTable, range_read

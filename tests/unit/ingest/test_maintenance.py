@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ingest.maintenance import DueWork, MaintenanceRunner, MaintenanceSchedule
 from ingest.metrics import NodeMetrics
-from ingest.retention_runner import RetentionRunner
+from ingest.replica.maintenance import DueWork, MaintenanceRunner, MaintenanceSchedule
+from ingest.replica.retention import RetentionRunner
 from spark_log.config import LogConfig
 from spark_log.errors import StorageError
 from spark_log.log import PartitionLog, build_record_batch, encode_batch

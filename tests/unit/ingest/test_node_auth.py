@@ -10,9 +10,14 @@ from pathlib import Path
 import pytest
 
 from coordinator.auth_store import AuthSnapshot
-from ingest.auth import BOOTSTRAP_PRINCIPAL, MAX_SNAPSHOT_AGE_S, NodeAuth, bootstrap_token
 from ingest.node import _log_auth_mode
-from ingest.node_credentials import caller_token, node_credentials, outgoing_credentials
+from ingest.security.node_auth import (
+    BOOTSTRAP_PRINCIPAL,
+    MAX_SNAPSHOT_AGE_S,
+    NodeAuth,
+    bootstrap_token,
+)
+from ingest.security.node_credentials import caller_token, node_credentials, outgoing_credentials
 from spark_log.auth import AclEntry, Action
 from spark_log.auth_config import AuthConfig
 from spark_log.config import NodeConfig

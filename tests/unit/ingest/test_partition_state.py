@@ -7,7 +7,7 @@ and time as plain milliseconds from a manual clock.
 from __future__ import annotations
 
 from coordinator.znodes import NO_LEADER, PartitionState
-from ingest.partition_state import (
+from ingest.replication.partition_state import (
     ROLE_FOLLOWER,
     ROLE_LEADER,
     ROLE_NONE,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ingest.metrics import NodeMetrics
-from ingest.read_path import ReadPath
+from ingest.replica.read_path import ReadPath
 from spark_log.config import LogConfig
 from spark_log.errors import OffsetOutOfRangeError
 from spark_log.log import PartitionLog, build_record_batch, encode_batch

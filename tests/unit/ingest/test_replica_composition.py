@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from ingest.errors import ReplicaStoppedError
-from ingest.exporter import ExportSource
-from ingest.fetch_server import LeaderReplica
-from ingest.fetcher import FollowerReplica
-from ingest.follower_path import FollowerHooks
-from ingest.maintenance import MaintainedReplica
+from ingest.lake.exporter import ExportSource
 from ingest.metrics import NodeMetrics
-from ingest.partition import PartitionReplica
-from ingest.produce_request import local_request
-from ingest.write_path import WriteHooks
+from ingest.produce.request import local_request
+from ingest.produce.write_path import WriteHooks
+from ingest.replica.maintenance import MaintainedReplica
+from ingest.replica.replica import PartitionReplica
+from ingest.replication.fetch_server import LeaderReplica
+from ingest.replication.fetcher import FollowerReplica
+from ingest.replication.follower_path import FollowerHooks
 from spark_log.config import NodeConfig
 from spark_log.errors import NotLeaderError
 from spark_log.stream_spec import StreamSpec

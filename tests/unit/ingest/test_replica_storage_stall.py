@@ -20,11 +20,11 @@ import nats.errors
 import pyarrow as pa
 import pytest
 
-from ingest.fetcher import ReplicaFetcher
 from ingest.metrics import NodeMetrics
-from ingest.partition import PartitionReplica
-from ingest.partition_state import ROLE_LEADER
-from ingest.produce_request import ProduceAck, ProduceRequest, normalize_batch_table
+from ingest.produce.request import ProduceAck, ProduceRequest, normalize_batch_table
+from ingest.replica.replica import PartitionReplica
+from ingest.replication.fetcher import ReplicaFetcher
+from ingest.replication.partition_state import ROLE_LEADER
 from spark_log.config import LogConfig, NodeConfig
 from spark_log.errors import StorageError
 from spark_log.log import PartitionLog

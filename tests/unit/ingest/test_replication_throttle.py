@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.replication_throttle import MIN_THROTTLED_FETCH_BYTES, ReplicationThrottle
+from ingest.replication.throttle import MIN_THROTTLED_FETCH_BYTES, ReplicationThrottle
 
 
 class FakeClock:

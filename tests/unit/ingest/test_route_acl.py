@@ -9,7 +9,7 @@ from fastapi.routing import APIRoute
 
 from ingest.api.app import create_app
 from ingest.api.route_acl import OPEN_PATHS, ROUTE_RULES
-from ingest.auth import NodeAuth
+from ingest.security.node_auth import NodeAuth
 from spark_log.auth_config import AuthConfig
 from spark_log.config import NodeConfig
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from ingest.dedup import DedupWindow
-from ingest.leader import Sequencer, refused_for_min_isr
-from ingest.produce_request import ProduceRequest, normalize_batch_table
+from ingest.produce.dedup import DedupWindow
+from ingest.produce.request import ProduceRequest, normalize_batch_table
+from ingest.produce.sequencer import Sequencer, refused_for_min_isr
 from spark_log.log import iter_batches, records_from_batches
 from spark_log.stream_spec import StreamSpec
 
@@ -71,7 +71,7 @@ def test_duplicates_and_expected_offsets():
 async def test_next_cycle_bounds_records_and_bytes():
     import asyncio
 
-    from ingest.leader import next_cycle
+    from ingest.produce.sequencer import next_cycle
 
     queue = [_req(b"x" * 100) for _ in range(10)]
     wakeup = asyncio.Event()

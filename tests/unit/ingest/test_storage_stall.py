@@ -7,8 +7,8 @@ import errno
 import pytest
 
 from coordinator.znodes import PartitionState
-from ingest.partition_state import ROLE_LEADER, Partition
-from ingest.storage_stall import Backoff, StallEnd, StorageStall, is_out_of_space
+from ingest.replication.partition_state import ROLE_LEADER, Partition
+from ingest.replication.storage_stall import Backoff, StallEnd, StorageStall, is_out_of_space
 from spark_log.errors import StorageError
 from spark_log.log.errors import FsyncError
 

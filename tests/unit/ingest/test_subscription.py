@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ingest.metrics import NodeMetrics
-from ingest.subscription import PartitionSubscription
+from ingest.produce.subscription import PartitionSubscription
 from spark_log.config import IngestConfig
 from spark_log.stream_spec import StreamSpec
 from tests.unit.ingest.conftest import ManualClock

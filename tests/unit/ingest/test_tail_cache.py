@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ingest.tail_cache import TailCache
+from ingest.replication.tail_cache import TailCache
 from spark_log.log.batch import build_record_batch, encode_batch, iter_batches
 
 

@@ -17,9 +17,9 @@ import pyarrow as pa
 import pytest
 
 from ingest.metrics import NodeMetrics
-from ingest.partition_state import Partition
-from ingest.produce_request import ProduceAck, ProduceRequest
-from ingest.write_path import LeaderWritePath
+from ingest.produce.request import ProduceAck, ProduceRequest
+from ingest.produce.write_path import LeaderWritePath
+from ingest.replication.partition_state import Partition
 from spark_log.config import IngestConfig, LogConfig
 from spark_log.log import PartitionLog, records_from_batches
 from spark_log.stream_spec import StreamSpec
@@ -248,7 +248,7 @@ async def test_a_paused_leader_stays_silent_where_an_active_stream_records_the_s
 
 
 def test_the_dedup_window_has_one_owner(rig: Rig):
-    from ingest.dedup import DedupWindow
+    from ingest.produce.dedup import DedupWindow
 
     assert rig.path.dedup is rig.path._sequencer.dedup
     window = DedupWindow(60_000, 10)

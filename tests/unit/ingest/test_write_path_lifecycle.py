@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from ingest.produce_request import local_request
+from ingest.produce.request import local_request
 from spark_log.errors import StreamReadOnlyError
 from tests.unit.ingest import test_write_path
 from tests.unit.ingest.conftest import eventually

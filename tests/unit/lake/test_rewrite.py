@@ -13,8 +13,9 @@ from deltalake import CommitProperties, DeltaTable, Transaction
 from spark_log.lake import LakeCommitConflictError, LakeTable, app_id
 from spark_log.lake.compaction_state import compaction_app_id
 from spark_log.lake.file_stats import parquet_stats_json
+from spark_log.lake.new_file import NewFile
 from spark_log.lake.packing import pack_small_files, plan_runs
-from spark_log.lake.rewrite import NewFile, RewriteSnapshot, TableFile, changed_since
+from spark_log.lake.rewrite import RewriteSnapshot, TableFile, changed_since
 from spark_log.lake.storage import LakeStorage
 from tests.unit.lake.test_lake_table import allowed, rows
 

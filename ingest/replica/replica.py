@@ -1,0 +1,795 @@
+"""A partition replica hosted by this node: its log, and its role (leader or follower).
+
+This is the composition Kafka spreads over ``Partition`` and ``ReplicaManager``'s helpers:
+``Partition`` (ingest.replication.partition_state) holds role, leader epoch, ISR and the HW
+rule; the leader's write path (ingest.produce.write_path) records the NATS subject; the read
+path (ingest.replica.read_path) serves committed records; the maintenance runner
+(ingest.replica.maintenance) does idle-time upkeep and retention; the fetch server and the
+fetcher (through the follower path, ingest.replication.follower_path) replicate. Exactly one
+task mutates the log at a time (the write lock): the leader's writer or the follower's fetcher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from coordinator.errors import ZkNotSentError, ZkUnavailableError
+from coordinator.znodes import PartitionState
+from ingest.clock import SYSTEM_CLOCK, Clock
+from ingest.errors import ReplicaStoppedError
+from ingest.lake.exporter import ExportTarget, PartitionExporter
+from ingest.lake.identity import LakeIdentity
+from ingest.metrics import NodeMetrics
+from ingest.produce.dedup_rebuild import rebuild_dedup_window
+from ingest.produce.request import ProduceAck, ProduceRequest
+from ingest.produce.subscription import PartitionSubscription
+from ingest.produce.write_path import LeaderWritePath
+from ingest.replica.idle_pause import IdlePause
+from ingest.replica.maintenance import MaintenanceRunner
+from ingest.replica.read_path import FetchResult, ReadPath
+from ingest.replica.retention import RetentionRunner
+from ingest.replication.fetch_server import FetchServer
+from ingest.replication.fetcher import ReplicaFetcher
+from ingest.replication.follower_path import FollowerPath
+from ingest.replication.follower_state import FollowerTracker
+from ingest.replication.partition_state import ROLE_FOLLOWER, ROLE_LEADER, Partition
+from ingest.replication.storage_stall import Backoff, StallEnd, StorageStall, is_out_of_space
+from ingest.replication.tail_cache import TailCache
+from spark_log.api_models import PartitionFlush
+from spark_log.config import NodeConfig
+from spark_log.crypto import ValueCipher
+from spark_log.errors import LiftlogError, NotLeaderError, StorageError, StreamPausedError
+from spark_log.lake import configured_table_uri
+from spark_log.lake.storage import lake_storage
+from spark_log.log import PartitionLog
+from spark_log.stream_spec import StreamSpec
+
+__all__ = ["FetchResult", "IsrWriter", "PartitionReplica", "Publish"]
+
+log = logging.getLogger("liftlog.partition")
+
+# an ISR change refused because ZooKeeper is unavailable is tried again this much later
+ISR_RETRY_MS = 1000
+# the free space a replica stalled by a full disk must find before it takes writes again
+SPACE_PROBE_BYTES = 64 * 1024
+
+Publish = Callable[[str, bytes], Awaitable[None]]
+IsrWriter = Callable[[PartitionState, int, list[int]], Awaitable[tuple[PartitionState, int]]]
+
+
+class PartitionReplica:
+    """One stream partition's replica on this broker: leader, follower or offline."""
+
+    def __init__(
+        self,
+        *,
+        spec: StreamSpec,
+        partition: int,
+        directory: Path,
+        config: NodeConfig,
+        metrics: NodeMetrics,
+        publish: Publish,
+        leader_epoch: int,
+        isr: list[int],
+        replicas: tuple[int, ...] = (),
+        leader_id: int | None = None,
+        created_at_ms: int,
+        lake_identity: LakeIdentity | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        cipher: ValueCipher | None = None,
+    ) -> None:
+        self.spec = spec
+        self.partition = partition
+        self.directory = directory
+        self.created_at_ms = created_at_ms
+        self.config = config
+        self.isr_writer: IsrWriter | None = None
+        # Set by the replica manager, which knows every stream (None: this stream alone).
+        self.subject_recorded_elsewhere: Callable[[str], bool] | None = None
+        self.tail_cache = TailCache()
+        self.state = Partition(
+            broker_id=config.broker_id,
+            stream=spec.name,
+            partition=partition,
+            min_isr=spec.effective_min_isr,
+            leader_epoch=leader_epoch,
+            isr=isr,
+            replicas=replicas,
+            leader_id=leader_id,
+        )
+        self._clock = clock
+        self._metrics = metrics
+        self._lake_identity = lake_identity
+        # auto-pause (``auto_pause_ms``): the replica manager sets its ZooKeeper marker
+        self.idle = IdlePause(self.state, clock)
+        self._log: PartitionLog | None = None
+        self._isr_retry_at_ms = 0  # an ISR change postponed (ZooKeeper unavailable) until then
+        self._write_lock = asyncio.Lock()  # one log writer: the leader's writer or the fetcher
+        self._leo_event = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._storage_backoff = Backoff()
+        self._storage_retry: asyncio.Task[None] | None = None
+        self._last_stall_end: StallEnd | None = None  # its backoff carries over to the next
+        self._closing = asyncio.Event()  # wakes a storage retry's backoff wait at close
+        self._fetcher: ReplicaFetcher | None = None
+        self._fetch_server: FetchServer | None = None
+        self._exporter: PartitionExporter | None = None
+        self._cipher = cipher
+        self._reads = ReadPath(self.state.name, lambda: self.log, metrics, lambda: self._cipher)
+        self._writes = LeaderWritePath(
+            spec=spec,
+            partition=self.state,
+            ingest=config.ingest,
+            fsync_always=config.log.fsync == "always",
+            metrics=metrics,
+            publish=publish,
+            clock=clock,
+            hooks=self,
+            write_lock=self._write_lock,
+        )
+        self._writes.cipher = cipher
+        self._subscription = PartitionSubscription(
+            spec, partition, config.ingest, metrics, clock, self._writes.on_message
+        )
+        self._retention_runner = self._retention()
+        self._maintenance = MaintenanceRunner(self, config.log, self._retention_runner, clock)
+        self.follower_path = FollowerPath(
+            self.state, lambda: self.log, self._write_lock, config.log.fsync == "always", self
+        )
+
+    def _retention(self) -> RetentionRunner:
+        return RetentionRunner(
+            spec=self.spec,
+            partition=self.partition,
+            log_=lambda: self.log,
+            lake_enabled=self.config.lake.enabled,
+            table_uri=self.lake_table_uri,
+            lake_offset=lambda: self.lake_offset,
+            lake_identity=self._lake_identity,
+            metrics=self._metrics,
+            storage=lake_storage(self.config.lake),
+        )
+
+    # ----------------------------------------------------------------- the state, read through
+
+    @property
+    def cipher(self) -> ValueCipher | None:
+        """The value cipher of an encrypted stream's partition (None: clear, or no key yet)."""
+        return self._cipher
+
+    @cipher.setter
+    def cipher(self, cipher: ValueCipher | None) -> None:
+        self._cipher = cipher
+        self._writes.cipher = cipher
+
+    @property
+    def role(self) -> str:
+        return self.state.role
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.state.leader_epoch
+
+    @property
+    def leader_id(self) -> int:
+        return self.state.leader_id
+
+    @property
+    def isr(self) -> list[int]:
+        return self.state.isr
+
+    @property
+    def replicas(self) -> tuple[int, ...]:
+        return self.state.replicas
+
+    @property
+    def broker_id(self) -> int:
+        return self.state.broker_id
+
+    @property
+    def stream_name(self) -> str:
+        return self.spec.name
+
+    @property
+    def followers(self) -> FollowerTracker:
+        return self.state.followers
+
+    @property
+    def fenced_reason(self) -> str | None:
+        return self.state.fenced_reason
+
+    @property
+    def offline_reason(self) -> str | None:
+        return self.state.offline_reason
+
+    @property
+    def paused(self) -> bool:
+        return self.state.paused
+
+    @property
+    def is_leader(self) -> bool:
+        return self.state.is_leader
+
+    def leads_at(self, leader_epoch: int) -> bool:
+        return self.state.leads_at(leader_epoch)
+
+    @property
+    def metrics(self) -> NodeMetrics:
+        return self._metrics
+
+    @property
+    def slow_consumer_drops(self) -> int:
+        return self._subscription.slow_consumer_drops
+
+    @property
+    def lake_table_uri(self) -> str | None:
+        """The stream's Delta table, or None when the lake is disabled (and for internal
+        streams, whose records matter to the nodes only)."""
+        if self.spec.internal:
+            return None
+        return configured_table_uri(self.config.lake, self.spec.name, self.created_at_ms)
+
+    @property
+    def lake_offset(self) -> int | None:
+        """The first offset not in the lake, as this leader's exporter knows it (None on a
+        follower, with the lake disabled, or before the exporter has read the table)."""
+        return self._exporter.lake_offset if self._exporter is not None else None
+
+    @property
+    def lake_start_offset(self) -> int | None:
+        """The smallest offset the lake holds for this partition, as this leader's exporter
+        last read it (None as for ``lake_offset``, or while the lake holds nothing)."""
+        return self._exporter.lake_start_offset if self._exporter is not None else None
+
+    # ----------------------------------------------------------------- lifecycle
+
+    @property
+    def log(self) -> PartitionLog:
+        if self._log is None:
+            raise ReplicaStoppedError(f"{self.state.name} is not open")
+        return self._log
+
+    @property
+    def open_log(self) -> PartitionLog | None:
+        """The log, or None once the replica is closed (describe must not raise then)."""
+        return self._log
+
+    async def open(self) -> None:
+        """Open (and recover) the log, then start the writer and the flusher."""
+        self._log = await asyncio.get_running_loop().run_in_executor(
+            None,
+            lambda: PartitionLog.open(self.directory, self.config.log, now_ms=self._clock.now_ms),
+        )
+        self._update_gauges()
+        self._writes.start(f"{self.spec.name}-{self.partition}")
+
+    async def close(self, *, deleting: bool = False) -> None:
+        """Stop ingest, fail waiting requests, flush and close the log (``deleting``: only
+        close it; its checkpoints would be deleted with it, and writing them fails on a full
+        disk)."""
+        await self._stop_storage_retry()
+        await self._leave_role()
+        await self._subscription.unsubscribe()
+        await self._writes.stop()
+        for task in list(self._tasks):
+            task.cancel()
+        self._writes.fail_waiting(ReplicaStoppedError(f"{self.state.name} is closing"))
+        await self._writes.send_acks()
+        if self._log is not None:
+            log_, self._log = self._log, None
+            await asyncio.get_running_loop().run_in_executor(
+                None, lambda: log_.close(clean=not deleting)
+            )
+        self._reads.signal_high_watermark()
+
+    async def delete(self) -> None:
+        await self.close(deleting=True)
+        await asyncio.get_running_loop().run_in_executor(
+            None, lambda: shutil.rmtree(self.directory, ignore_errors=True)
+        )
+
+    def track_task(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ----------------------------------------------------------------- subscription
+
+    @property
+    def subscribed(self) -> bool:
+        return self._subscription.active
+
+    def owns_subscription(self, subscription: object) -> bool:
+        return self._subscription.owns(subscription)
+
+    def count_slow_consumer_drop(self) -> bool:
+        """Count a NATS drop; True when it should be logged (at most once a second)."""
+        return self._subscription.count_slow_consumer_drop()
+
+    def adopt_stream(self, spec: StreamSpec, read_only: bool) -> None:
+        """Take the stream's spec and read-only flag as ZooKeeper holds them now (every
+        reconcile): an alter or a read-only switch applies on every node without a restart.
+        Only alterable fields can differ (``stream_spec.altered_spec``), so the subject and
+        the log's identity never change under a running replica."""
+        if read_only != self.state.read_only:
+            log.info("%s: %s", self.state.name, "read-only" if read_only else "read-write")
+        self.state.read_only = read_only
+        if spec == self.spec:
+            return
+        log.info("%s: stream spec altered", self.state.name)
+        self.spec = spec
+        self.state.min_isr = spec.effective_min_isr
+        self._writes.adopt_spec(spec)
+        self._retention_runner.adopt_spec(spec)
+
+    async def _sync_subscription(self, nc: Any, paused: bool) -> None:
+        """A leader always listens; paused, it answers ``stream_paused`` and stores nothing."""
+        if paused != self.state.paused:
+            log.info("%s: %s", self.state.name, "paused" if paused else "resumed")
+        self.state.paused = paused
+        if not self.spec.internal:  # written by the nodes alone, never from NATS
+            await self._subscription.subscribe(nc)
+
+    # ----------------------------------------------------------------- roles
+
+    async def apply_state(
+        self, state: PartitionState, version: int, nc: Any, paused: bool, cluster: str
+    ) -> None:
+        """Take the role ZooKeeper gives this broker; a new leader epoch always re-enters it."""
+        if self.state.observe(state, version):
+            if self.state.role == ROLE_LEADER:
+                if self.state.lift_isr_fence():
+                    log.info(
+                        "%s: state re-read (ISR %s, version %d): acknowledging again",
+                        self.state.name,
+                        list(state.isr),
+                        version,
+                    )
+                await self._sync_subscription(nc, paused)
+                self.advance_high_watermark()
+            return
+        await self._leave_role()
+        role = self.state.enter(state)
+        if role == ROLE_LEADER:
+            self.state.lift_isr_fence()  # a newer state (a new epoch) is the re-read it awaited
+            await self._become_leader(nc, paused, cluster)
+        elif role == ROLE_FOLLOWER:
+            self._fetcher = ReplicaFetcher(self.follower_path, nc, cluster)
+            self._fetcher.start()
+        log.info(
+            "%s: %s at leader epoch %d (leader %d, ISR %s)",
+            self.state.name,
+            role,
+            state.leader_epoch,
+            state.leader,
+            list(state.isr),
+        )
+
+    async def _become_leader(self, nc: Any, paused: bool, cluster: str) -> None:
+        log_ = self.log
+        self.tail_cache.clear()
+        self.state.start_leadership(self._clock.now_ms())
+        self.idle.restart()
+        await self._record_leader_epoch(log_)
+        if self.state.isr == [self.config.broker_id]:
+            log_.set_high_watermark(log_.log_end_offset)
+        ingest = self.config.ingest
+        window = await asyncio.get_running_loop().run_in_executor(
+            None,
+            rebuild_dedup_window,
+            log_,
+            int(ingest.dedup_window_s * 1000),
+            ingest.dedup_max_ids,
+            self._clock.now_ms(),
+            ingest.max_fetch_bytes,
+        )
+        self._writes.replace_dedup(window)
+        self._fetch_server = FetchServer(self, nc, cluster)
+        await self._fetch_server.start()
+        await self._sync_subscription(nc, paused)
+        self._start_exporter()
+        self._update_gauges()
+
+    async def _record_leader_epoch(self, log_: PartitionLog) -> None:
+        """Put this leadership's epoch in the epoch cache at the LEO before a follower can ask
+        about it (Kafka's makeLeader, KIP-279): a follower holding records of an epoch this
+        log never saw learns at once where this log's own epochs end. A full disk stalls the
+        replica (``resume_writes`` records the epoch then); any other failure (a log already
+        holding a later epoch) takes it offline."""
+        try:
+            async with self._write_lock:
+                await asyncio.get_running_loop().run_in_executor(
+                    None, log_.assign_leader_epoch, self.leader_epoch
+                )
+        except LiftlogError as exc:
+            self.go_offline(f"cannot record leader epoch {self.leader_epoch}: {exc.message}", exc)
+
+    def _start_exporter(self) -> None:
+        """Export this leadership's committed records to the lake; everything already in the
+        log counts as overdue (its size and age were not tracked here)."""
+        uri = self.lake_table_uri
+        if uri is None:
+            return
+        target = ExportTarget(
+            self.spec.name,
+            self.partition,
+            uri,
+            self.config.broker_id,
+            self.leader_epoch,
+            encrypted=self.spec.encryption,
+        )
+        self._exporter = PartitionExporter(
+            self,
+            target,
+            self.config.lake,
+            self._metrics,
+            self.log.log_end_offset,
+            self._lake_identity,
+            clock=self._clock,
+            cipher=lambda: self._cipher,
+        )
+        self._exporter.start()
+
+    async def _leave_role(self) -> None:
+        """Stop what the old role did; a deposed leader fails everything it had not acked."""
+        if self.state.role == ROLE_LEADER:
+            await self._subscription.unsubscribe()
+            if self._exporter is not None:
+                exporter, self._exporter = self._exporter, None
+                await exporter.stop(self.state.not_leader_error())
+            if self._fetch_server is not None:
+                await self._fetch_server.stop()
+                self._fetch_server = None
+            async with self._write_lock:  # the writer's cycle in progress completes first
+                self._writes.fail_waiting(self.state.not_leader_error())
+            await self._writes.send_acks()
+        if self._fetcher is not None:
+            await self._fetcher.stop()
+            self._fetcher = None
+        self.state.leave()
+
+    def fence(self, reason: str | None) -> None:
+        """Stop (reason) or resume (None) acknowledging: the ZooKeeper session is in doubt."""
+        if self.state.fence(reason) and reason is not None:
+            log.warning("%s: fenced, no more acks: %s", self.state.name, reason)
+            self._writes.fail_parked(NotLeaderError(reason))
+
+    # ----------------------------------------------------------------- leader: HW and ISR
+
+    def advance_high_watermark(self) -> None:
+        """Leader: HW = min LEO over the ISR (the leader's own LEO counted once durable).
+
+        With |ISR| < min ISR the HW holds (KIP-966): nothing is committed on too few copies.
+        """
+        log_ = self._log
+        if log_ is None:
+            return
+        leader_leo = log_.log_end_offset
+        if self.config.log.fsync == "always":
+            leader_leo = min(leader_leo, log_.flushed_offset)
+        target = self.state.high_watermark_target(leader_leo, log_.high_watermark)
+        if target is None:
+            return
+        log_.set_high_watermark(target)
+        self._writes.release(target)
+        self._reads.signal_high_watermark()
+        self._update_gauges()
+        if self._exporter is not None:
+            self._exporter.committed(target)
+
+    def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> None:
+        self.state.record_follower_fetch(
+            replica_id, fetch_offset, self.log.log_end_offset, self._clock.now_ms()
+        )
+        self.tail_cache.trim_below(self.state.followers.min_log_end_offset())
+        self.advance_high_watermark()
+
+    async def maintain_isr(self) -> None:
+        """Leader: shrink lagging followers out, expand caught-up ones in (ZooKeeper first)."""
+        if self.isr_writer is None:
+            return
+        max_lag_ms = int(self.config.replica_lag_time_max_s * 1000)
+        now_ms = self._clock.now_ms()
+        if now_ms < self._isr_retry_at_ms:
+            return
+        change = self.state.isr_change(self.log.high_watermark, now_ms, max_lag_ms)
+        if change is None:
+            return
+        sent_version = self.state.state_version
+        try:
+            state, version = await self.isr_writer(change.expected, sent_version, change.new_isr)
+        except LiftlogError as exc:
+            if _may_postpone(exc, self.state.isr, change.new_isr):
+                # Kafka's rule without ZooKeeper: keep the ISR and try again later. A lagging
+                # follower kept in the ISR holds the HW, so acks=all waits (or times out)
+                # instead of being acknowledged on fewer replicas.
+                log.warning(
+                    "%s: ISR change to %s postponed, ZooKeeper unavailable (%s)",
+                    self.state.name,
+                    change.new_isr,
+                    exc.message,
+                )
+                self._isr_retry_at_ms = now_ms + ISR_RETRY_MS
+                return
+            log.warning(
+                "%s: ISR change to %s refused (%s): fencing until re-read",
+                self.state.name,
+                change.new_isr,
+                exc.message,
+            )
+            if self.state.fence_for_isr(f"ISR write failed: {exc.message}", sent_version):
+                log.warning("%s: fenced, no more acks until re-read", self.state.name)
+                self._writes.fail_parked(NotLeaderError(exc.message))
+            return
+        log.info("%s: ISR %s -> %s", self.state.name, self.state.isr, list(state.isr))
+        self.state.apply_isr(state.isr, version)
+        self.advance_high_watermark()
+
+    async def wait_for_append(self, wait_ms: int) -> None:
+        try:
+            await asyncio.wait_for(self._leo_event.wait(), wait_ms / 1000)
+        except TimeoutError:
+            return
+
+    async def send_acks(self) -> None:
+        """Publish the acks queued so far (called wherever the HW may have moved)."""
+        await self._writes.send_acks()
+
+    # ----------------------------------------------------------------- write-path hooks
+
+    def on_appended(self, batches: list[bytes]) -> None:
+        self.idle.clock.appended(self._clock.now_ms())
+        self.tail_cache.add(batches)
+        self._leo_event.set()
+        self._leo_event = asyncio.Event()
+
+    def on_cycle_written(self, start: int, end: int, size_bytes: int) -> None:
+        if self._exporter is not None:
+            self._exporter.appended(start, end, size_bytes, self._clock.now_ms())
+
+    def on_flushed(self, now_ms: int) -> None:
+        self._maintenance.flushed(now_ms)
+
+    async def run_maintenance(self) -> None:
+        """Idle-time upkeep, then the auto-pause check; none while paused for idleness
+        (nothing is appended then: fsync, checkpoint and retention wait for the resume)."""
+        if self.state.idle_paused:
+            return
+        await self._maintenance.run_once()
+        await self.idle.pause_if_idle(self.spec)
+
+    async def resume_idle(self) -> None:
+        await self.idle.resume()
+
+    def recorded_by_another_stream(self, subject: str) -> bool:
+        check = self.subject_recorded_elsewhere
+        return check is not None and check(subject)
+
+    def expire_dedup(self, now_ms: int) -> None:
+        self._writes.dedup.expire(now_ms)
+
+    def go_offline(self, reason: str, cause: BaseException | None = None) -> None:
+        """Refuse writes: for good, or, when ``cause`` is a full disk, until a retry finds
+        space again (a replica already offline for good stays so)."""
+        stallable = self.state.offline_reason is None or self.state.storage_stall is not None
+        stallable = stallable and self._log is not None and not self._closing.is_set()
+        if cause is not None and is_out_of_space(cause) and stallable:
+            self._stall_for_space(reason)
+            return
+        log.error("%s is offline: %s", self.state.name, reason)
+        self._count_offline(False)
+        self.state.go_offline(reason)
+        self._count_offline(True)
+        self._writes.fail_waiting(StorageError(reason))
+
+    def _stall_for_space(self, reason: str) -> None:
+        """Refuse writes with ``storage_error`` and retry in the background with backoff.
+
+        Message ids of records at or past the LEO are forgotten (a retried publish must be
+        stored, not answered as a duplicate of a record that is not in the log; the write
+        path forgets those of a failed cycle's unstored requests itself), and so is the tail
+        cache (part of a failed cycle may be in the log without being cached)."""
+        self.on_truncated(self.log.log_end_offset)
+        self._writes.fail_waiting(StorageError(reason))
+        if self.state.storage_stall is not None:
+            return  # already retrying
+        log.error("%s: disk full, refusing writes until it has space: %s", self.state.name, reason)
+        first_attempt = self._storage_backoff.first_attempt(
+            self._last_stall_end, self._clock.monotonic_s()
+        )
+        self._count_offline(False)
+        self.state.stall_for_space(reason, self._clock.now_ms(), first_attempt)
+        self._count_offline(True)
+        task = asyncio.create_task(self._retry_storage(), name=f"storage-retry-{self.state.name}")
+        task.add_done_callback(self._on_retry_ended)
+        self._storage_retry = task
+
+    def _count_offline(self, add: bool) -> None:
+        """Move the offline gauges by this replica's state (+1 with ``add``, -1 without);
+        a closed replica is out of them for good."""
+        if self._closing.is_set():
+            return
+        step = 1 if add else -1
+        if self.state.offline_reason is not None:
+            self._metrics.offline_partitions.inc(step)
+        if self.state.storage_stall is not None:
+            self._metrics.storage_stalled_partitions.inc(step)
+
+    async def _retry_storage(self) -> None:
+        """Re-probe the log with exponential backoff until it takes writes again (then the
+        replica serves its role again), the replica closes, or another failure takes it
+        offline for good."""
+        retries = self._metrics.storage_retries.labels(self.spec.name, str(self.partition))
+        while (stall := self.state.storage_stall) is not None:
+            if await self._closing_within(self._storage_backoff.delay_s(stall.attempt)):
+                return
+            log_ = self._log
+            if log_ is None or self.state.storage_stall is not stall:
+                return
+            retries.inc()
+            try:
+                async with self._write_lock:
+                    await asyncio.get_running_loop().run_in_executor(
+                        None, log_.resume_writes, SPACE_PROBE_BYTES
+                    )
+            except (OSError, LiftlogError) as exc:
+                if not is_out_of_space(exc):
+                    self.go_offline(f"recovery from a full disk failed: {exc}")
+                    return
+                stall.retry_failed(str(exc))
+                log.debug("%s: disk still full (retry %d)", self.state.name, stall.retries)
+                continue
+            if self.state.storage_stall is not stall or self._closing.is_set():
+                return  # meanwhile offline for good (a failed fsync) or closing: stay so
+            self._resume_after_stall(stall)
+
+    def _on_retry_ended(self, task: asyncio.Task[None]) -> None:
+        """A retry task that died of an unexpected error would leave the replica stalled
+        for ever with nobody retrying, and silently: log it and go offline for good."""
+        if task.cancelled() or (exc := task.exception()) is None:
+            return
+        log.error(
+            "%s: retrying after a full disk failed unexpectedly",
+            self.state.name,
+            exc_info=exc,
+        )
+        self.go_offline(f"recovery from a full disk failed unexpectedly: {exc!r}")
+
+    async def _closing_within(self, delay_s: float) -> bool:
+        """Wait ``delay_s`` (a retry's backoff); True at once if the replica is closing."""
+        try:
+            await asyncio.wait_for(self._closing.wait(), delay_s)
+        except TimeoutError:
+            return False
+        return True
+
+    def _resume_after_stall(self, stall: StorageStall) -> None:
+        """Serve the role again; a stall soon after this one backs off from where it ended."""
+        log.warning(
+            "%s: disk has space again, writes resumed (%d retries)", self.state.name, stall.retries
+        )
+        self._last_stall_end = StallEnd(self._clock.monotonic_s(), stall.attempt)
+        self._count_offline(False)
+        self.state.resume_after_stall()
+        self.advance_high_watermark()
+        self._update_gauges()
+
+    async def _stop_storage_retry(self) -> None:
+        """Close: end a storage retry (one re-probing the log finishes first) and take this
+        replica out of the offline gauges."""
+        self._count_offline(False)
+        self._closing.set()
+        task, self._storage_retry = self._storage_retry, None
+        if task is not None:
+            await asyncio.wait([task])  # never raises: _on_retry_ended logs a failure
+
+    @property
+    def storage_stalled(self) -> bool:
+        """Writes refused because the disk is full, until a retry finds space."""
+        return self.state.storage_stall is not None
+
+    # ----------------------------------------------------------------- follower-path hooks
+
+    def on_high_watermark(self) -> None:
+        self._reads.signal_high_watermark()
+
+    def on_truncated(self, offset: int) -> None:
+        self.tail_cache.clear()
+        self._writes.dedup.forget_from(offset)
+
+    def on_log_changed(self) -> None:
+        self._update_gauges()
+
+    # ----------------------------------------------------------------- produce, flush, read
+
+    async def produce(self, requests: list[ProduceRequest]) -> list[ProduceAck]:
+        """Append requests that did not come from NATS (REST publishes); wait for their acks."""
+        if not self.is_leader:
+            raise NotLeaderError(
+                f"broker {self.config.broker_id} does not lead {self.state.name}"
+                f" (leader: {self.leader_id})"
+            )
+        if self.state.paused:
+            raise StreamPausedError(f"stream {self.spec.name} is paused")
+        if self.state.read_only:
+            raise self.state.read_only_error()
+        self._raise_if_offline()
+        return await self._writes.produce(requests)
+
+    async def roll_segment(self) -> None:
+        """Seal the active segment now (a ``__cursors`` snapshot starts a fresh one, so that
+        everything before it is whole segments its deletion can drop)."""
+        async with self._write_lock:
+            await asyncio.get_running_loop().run_in_executor(None, self.log.roll)
+
+    async def seal_and_export(self) -> PartitionFlush:
+        """``liftlog stream flush`` on the leader: roll the active segment, fsync, checkpoint
+        the HW, then export everything committed now and return once the lake holds it."""
+        if not self.is_leader:
+            raise self.state.not_leader_error()
+        self._raise_if_offline()
+        async with self._write_lock:
+            await asyncio.get_running_loop().run_in_executor(None, _seal, self.log)
+        self.advance_high_watermark()
+        log_ = self.log
+        target = log_.high_watermark
+        lake_offset = None
+        if self._exporter is not None:
+            lake_offset = await self._exporter.export_through(
+                target, self.config.lake.flush_timeout_s
+            )
+        return PartitionFlush(self.partition, target, log_.log_start_offset, lake_offset)
+
+    async def fetch(
+        self, offset: int, max_records: int, max_bytes: int, wait_ms: int, *, arrow: bool = False
+    ) -> FetchResult:
+        """Committed records from ``offset`` (see ``ReadPath.fetch``). A consumer's fetch
+        resumes a partition paused for idleness, and is activity for
+        ``auto_pause_disable_if_subscribers``."""
+        self.idle.resume_soon()
+        self.idle.clock.fetch_started(self._clock.now_ms())
+        try:
+            return await self._reads.fetch(offset, max_records, max_bytes, wait_ms, arrow=arrow)
+        finally:
+            self.idle.clock.fetch_ended(self._clock.now_ms())
+
+    async def offset_for_timestamp(self, timestamp_ms: int) -> int:
+        return await self._reads.offset_for_timestamp(timestamp_ms)
+
+    def _raise_if_offline(self) -> None:
+        error = self.state.offline_error()
+        if error is not None:
+            raise error
+
+    def _update_gauges(self) -> None:
+        if self._log is None:
+            return
+        labels = (self.spec.name, str(self.partition))
+        self._metrics.high_watermark.labels(*labels).set(self._log.high_watermark)
+        self._metrics.log_end_offset.labels(*labels).set(self._log.log_end_offset)
+
+
+def _seal(log_: PartitionLog) -> None:
+    """Roll the active segment, fsync and checkpoint the HW (worker thread)."""
+    log_.roll()
+    log_.flush()
+    log_.checkpoint_high_watermark()
+
+
+def _may_postpone(exc: LiftlogError, isr: list[int], new_isr: list[int]) -> bool:
+    """Whether a failed ISR write may be retried later while this leader keeps leading.
+
+    A write never sent changed nothing. A shrink whose outcome is unknown is safe to keep
+    leading through too: if ZooKeeper did apply it, the leader still counts the larger ISR for
+    its HW (stricter than needed), and its next write meets a version conflict and fences. An
+    expansion whose outcome is unknown is not: ZooKeeper may already name the new member, which
+    could be elected while this leader's HW ignored it, so that case fences (Kafka's
+    "maximal ISR" problem).
+    """
+    if isinstance(exc, ZkNotSentError):
+        return True
+    return isinstance(exc, ZkUnavailableError) and set(new_isr) <= set(isr)
