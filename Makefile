@@ -29,8 +29,8 @@ demo: $(STAMP)
 # The integration fixtures run on the plain stack, or with LIFTLOG_TEST_STACK=secure on the
 # secured one (docs/security.md#testing-on-the-secured-stack); `make test` re-runs this subset
 # there: the REST API, the client, replication and the Spark source.
-SECURE_SUBSET := tests/integration/test_rest_api.py tests/integration/test_client.py \
-	tests/integration/test_replication.py tests/integration/test_datasource_batch.py
+SECURE_SUBSET := tests/integration/api/test_rest_api.py tests/integration/produce/test_client.py \
+	tests/integration/replication/test_replication.py tests/integration/spark/test_datasource_batch.py
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -57,7 +57,7 @@ FUZZ_API_EXAMPLES ?= 300
 
 fuzz: $(STAMP)
 	LIFTLOG_FUZZ=deep LIFTLOG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) LIFTLOG_FUZZ_API_EXAMPLES=$(FUZZ_API_EXAMPLES) \
-	  $(PYTEST) -q -s --hypothesis-show-statistics tests/unit/fuzz tests/integration/test_api_fuzz.py
+	  $(PYTEST) -q -s --hypothesis-show-statistics -m fuzz tests/unit tests/integration/api/test_api_fuzz.py
 
 fault: $(STAMP)
 	$(PYTEST) -q tests/fault
@@ -75,13 +75,13 @@ JEPSEN_ENV = LIFTLOG_JEPSEN_RESULTS=$(abspath $(RESULTS)) LIFTLOG_JEPSEN_DURATIO
 jepsen: $(STAMP)
 	@mkdir -p $(RESULTS)
 	$(JEPSEN_ENV) $(PYTEST) -q -m slow tests/jepsen/test_scenarios.py tests/jepsen/test_random.py; \
-	  status=$$?; $(PY) -m tests.jepsen.table $(RESULTS); exit $$status
+	  status=$$?; $(PY) -m tests.support.jepsen.table $(RESULTS); exit $$status
 
 # only the randomized schedule: `make jepsen-random SEED=<seed> DURATION=<s>` replays one
 jepsen-random: $(STAMP)
 	@mkdir -p $(RESULTS)
 	$(JEPSEN_ENV) $(PYTEST) -q -m slow tests/jepsen/test_random.py -k long; \
-	  status=$$?; $(PY) -m tests.jepsen.table $(RESULTS); exit $$status
+	  status=$$?; $(PY) -m tests.support.jepsen.table $(RESULTS); exit $$status
 
 bench: $(STAMP)
 	$(VENV)/bin/liftlog bench --json bench/results-latest.json
@@ -89,7 +89,7 @@ bench: $(STAMP)
 # Every benchmark script with tiny sizes (figures present, nothing lost, no process left),
 # including the Spark-based lake smokes that `make test` leaves out (about 3 minutes).
 bench-smoke: $(STAMP)
-	$(PYTEST) -q tests/integration/test_bench_smoke.py
+	$(PYTEST) -q tests/integration/bench/test_bench_smoke.py
 
 # batch reads through format("liftlog") beside Spark's Parquet scan of the same lake files (10M records)
 bench-spark: $(STAMP)

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from spark_log.config import NodeConfig
+from spark_log.fetch_wire import cluster_token, node_inbox_prefix
 from spark_log.nats_options import credential_options, nats_auth_options
-from spark_log.replication import cluster_token, node_inbox_prefix
 
 __all__ = ["credential_options", "nats_connect_options"]
 

@@ -3,7 +3,7 @@
 Tests share the servers but never each other's data: each test gets its own ZooKeeper root
 (``zk_root``). Every process is stopped by PID and every temp dir removed in teardown.
 ``LIFTLOG_TEST_STACK=secure`` makes both secured (TLS, NATS users, ZooKeeper client
-certificates and digest ACLs; see tests/stacks.py).
+certificates and digest ACLs; see tests/support/stacks.py).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from liftlog.embedded.nats_auth import NatsServerSecurity
 from liftlog.embedded.seaweedfs import S3Credentials, SeaweedFsServer, create_bucket
 from liftlog.embedded.zookeeper import secure_zookeeper
 from spark_log.tls_config import ZkSecurityConfig
-from tests.stacks import SecureMaterial, secure_stack
-from tests.waiting import wait_for
+from tests.support.stacks import SecureMaterial, secure_stack
+from tests.support.waiting import wait_for
 
 # Short enough that expiry tests are quick, long enough for a loaded CI machine.
 ZK_TEST_SESSION_TIMEOUT_S = 6.0

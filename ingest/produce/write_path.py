@@ -29,8 +29,8 @@ from ingest.replication.partition_state import Partition
 from spark_log.config import IngestConfig
 from spark_log.crypto import ValueCipher
 from spark_log.errors import KeyUnavailableError, LiftlogError, StorageError, StreamPausedError
+from spark_log.fetch_wire import is_internal_reply
 from spark_log.log import PartitionLog, decode_header
-from spark_log.replication import is_internal_reply
 from spark_log.stream_spec import StreamSpec
 from spark_log.wire import ack_prefix, encode_ack, encode_duplicate_ack, encode_error
 

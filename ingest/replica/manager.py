@@ -44,9 +44,9 @@ from spark_log.errors import (
     StreamNotFoundError,
     UnavailableError,
 )
+from spark_log.fetch_wire import cluster_token
 from spark_log.lake.storage import lake_storage
 from spark_log.log import RecoveryLoss
-from spark_log.replication import cluster_token
 from spark_log.stream_spec import StreamSpec
 from spark_log.subjects import subject_matches
 

@@ -19,8 +19,7 @@ from ingest.metrics import NodeMetrics
 from ingest.replication.replica_identity import ReplicaIdentity
 from ingest.replication.tail_cache import TailCache
 from spark_log.errors import InvalidRequestError, LiftlogError
-from spark_log.log import PartitionLog
-from spark_log.replication import (
+from spark_log.fetch_wire import (
     FENCED_LEADER_EPOCH,
     HEADER_FETCH_META,
     NOT_LEADER,
@@ -34,6 +33,7 @@ from spark_log.replication import (
     epoch_subject,
     fetch_subject,
 )
+from spark_log.log import PartitionLog
 
 log = logging.getLogger("liftlog.fetch_server")
 

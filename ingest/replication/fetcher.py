@@ -20,8 +20,7 @@ import nats.errors
 from ingest.replication.replica_identity import ReplicaIdentity
 from ingest.replication.throttle import ReplicationThrottle
 from spark_log.errors import InvalidRequestError, LiftlogError
-from spark_log.log import PartitionLog
-from spark_log.replication import (
+from spark_log.fetch_wire import (
     HEADER_FETCH_META,
     OFFSET_OUT_OF_RANGE,
     EpochRequest,
@@ -31,6 +30,7 @@ from spark_log.replication import (
     epoch_subject,
     fetch_subject,
 )
+from spark_log.log import PartitionLog
 
 log = logging.getLogger("liftlog.fetcher")
 

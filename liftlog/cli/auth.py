@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from liftlog.cli.common import add_json_arg, add_server_arg, print_result, print_table, rest
-from spark_log.client import auth_admin
 from spark_log.auth import Action
+from spark_log.client import auth_admin
 
 
 def add_auth_parser(sub: Any) -> None:

@@ -42,9 +42,7 @@ def _where(args: argparse.Namespace) -> str:
 
 
 def _set(args: argparse.Namespace) -> int:
-    view = cursors.set_cursor(
-        rest(args), args.cursor_id, args.stream, args.partition, args.offset
-    )
+    view = cursors.set_cursor(rest(args), args.cursor_id, args.stream, args.partition, args.offset)
     return print_result(args, view.to_json(), f"{_where(args)}: {view.offset}")
 
 

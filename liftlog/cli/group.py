@@ -13,8 +13,8 @@ import json
 from typing import Any
 
 from liftlog.cli.common import add_json_arg, add_server_arg, num, print_table, rest
-from spark_log.client import group_admin
 from spark_log.api_models import GroupMember, GroupPartition
+from spark_log.client import group_admin
 from spark_log.errors import InvalidRequestError
 
 

@@ -30,8 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from spark_log.errors import ConfigError
+from spark_log.fetch_wire import SUBJECT_PREFIX
 from spark_log.nats_config import NatsCredentials
-from spark_log.replication import SUBJECT_PREFIX
 
 ALL_SUBJECTS = ">"
 INBOX_SUBJECTS = "_INBOX.>"

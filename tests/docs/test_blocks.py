@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.docs import blocks
-from tests.docs.blocks import Block, output_matches, parse, shell_commands, trailing_comment
+from tests.support.docs import blocks
+from tests.support.docs.blocks import Block, output_matches, parse, shell_commands, trailing_comment
 
 DOC = """# Title
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from spark_log.config import NodeConfig, load_node_config
-from tests.docs.blocks import REPO, documents, parse
+from tests.support.docs.blocks import REPO, documents, parse
 
 REFERENCE = "docs/operations.md"
 # its node.toml blocks are a real deployment's files, not defaults (test_deployment_docs.py

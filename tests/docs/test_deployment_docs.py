@@ -11,7 +11,7 @@ import pytest
 
 from liftlog.embedded.nats import find_nats_server
 from spark_log.config import NodeConfig, load_node_config
-from tests.docs.blocks import REPO, Block, parse
+from tests.support.docs.blocks import REPO, Block, parse
 
 DEPLOYMENT = REPO / "docs" / "deployment.md"
 HOSTS = 3

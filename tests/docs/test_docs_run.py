@@ -1,6 +1,6 @@
 """The documentation's commands and snippets, run as written against a live standalone stack.
 
-See tests/docs/blocks.py for the marking. One session per document (a document marked
+See tests/support/docs/blocks.py for the marking. One session per document (a document marked
 ``<!-- session: README.md -->`` continues README.md's): its blocks run in order, every
 failure is collected, and the test fails at the end listing each failing block with what it
 printed. Blocks marked ``needs`` are listed as skipped with their reason.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.docs.blocks import (
+from tests.support.docs.blocks import (
     CHECKED_LANGS,
     PYTHON_LANGS,
     Block,
@@ -21,7 +21,7 @@ from tests.docs.blocks import (
     parse,
     shell_commands,
 )
-from tests.docs.session import DocSession, SessionUnavailableError
+from tests.support.docs.session import DocSession, SessionUnavailableError
 
 DOCS = [parse(path) for path in documents()]
 

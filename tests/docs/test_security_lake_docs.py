@@ -20,7 +20,7 @@ import pytest
 from spark_log.crypto import new_data_key
 from spark_log.crypto.parquet_kms import PartitionFileCrypto
 from spark_log.lake.layout import FILE_SCHEMA
-from tests.docs.blocks import REPO, Block, parse
+from tests.support.docs.blocks import REPO, Block, parse
 
 SECURITY = REPO / "docs" / "security.md"
 

@@ -14,7 +14,7 @@ from liftlog.embedded.nats import find_nats_server
 from liftlog.embedded.nats_auth import NatsUser, node_permissions, publisher_permissions
 from spark_log.config import NodeConfig
 from spark_log.typed_config import from_mapping
-from tests.docs.blocks import REPO, Block, parse
+from tests.support.docs.blocks import REPO, Block, parse
 
 SECURITY = REPO / "docs" / "security.md"
 DOCUMENTED_TLS_DIR = "/etc/nats/tls/"

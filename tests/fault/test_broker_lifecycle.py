@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 from tests.integration.conftest import create_stream
-from tests.waiting import wait_for
+from tests.support.waiting import wait_for
 
 LIFTLOG = str(Path(sys.executable).parent / "liftlog")
 CLI_TIMEOUT_S = 60.0

@@ -19,7 +19,7 @@ from spark_log.log.checkpoint import read_offset_checkpoint
 from spark_log.log.layout import HIGH_WATERMARK_FILE, RECOVERY_POINT_FILE
 from tests.fault.test_failover import _check_no_acked_loss, _describe
 from tests.integration.conftest import create_stream
-from tests.waiting import wait_for
+from tests.support.waiting import wait_for
 
 RECORDS_PER_POST = 10
 POSTS_PER_HALF = 5

@@ -19,7 +19,7 @@ from spark_log.cursors_config import CursorsConfig
 from spark_log.errors import LiftlogError
 from spark_log.stream_spec import CURSORS_STREAM
 from tests.integration.conftest import create_stream, node_client
-from tests.waiting import wait_for, wait_for_async
+from tests.support.waiting import wait_for, wait_for_async
 
 CURSOR_IDS = [f"reader-{i}" for i in range(12)]
 FAILOVER_TIMEOUT_S = 40.0

@@ -14,9 +14,9 @@ import pytest
 from liftlog.embedded.node import NodeProcess
 from spark_log.client import Client
 from spark_log.errors import LiftlogError, NotEnoughReplicasError
-from tests.fault.acked_load import AckedLoad
 from tests.integration.conftest import create_stream
-from tests.waiting import DEFAULT_WAIT_INTERVAL_S, wait_for, wait_for_async
+from tests.support.acked_load import AckedLoad
+from tests.support.waiting import DEFAULT_WAIT_INTERVAL_S, wait_for, wait_for_async
 
 PUBLISHERS = 16
 ACKED_PER_ROUND = 300

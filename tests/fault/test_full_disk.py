@@ -26,9 +26,9 @@ from liftlog.embedded.node import NodeProcess
 from spark_log.client import Client
 from spark_log.config import LogConfig
 from spark_log.errors import LiftlogError
-from tests.fault.rest_records import read_all_records
 from tests.integration.conftest import NodeFactory, _node_factory, create_stream
-from tests.waiting import wait_for, wait_for_async
+from tests.support.rest_records import read_all_records
+from tests.support.waiting import wait_for, wait_for_async
 
 DISK_SIZE = "4m"
 VALUE = "v" * 4096  # a few records fill what the filler leaves of the last pages

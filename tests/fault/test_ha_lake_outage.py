@@ -28,10 +28,10 @@ from spark_log.client import Client
 from spark_log.errors import LiftlogError
 from spark_log.lake.storage import lake_storage
 from spark_log.log.layout import LOG_SUFFIX
-from tests.fault.acked_load import AckedLoad
-from tests.fault.ha_stack import start_ha_stack
 from tests.integration.conftest import create_stream
-from tests.waiting import wait_for
+from tests.support.acked_load import AckedLoad
+from tests.support.ha_stack import start_ha_stack
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 

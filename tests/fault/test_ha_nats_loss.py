@@ -15,9 +15,9 @@ import pytest
 
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
-from tests.fault.ha_stack import ha_stack  # noqa: F401
 from tests.fault.test_failover import ACKED_PER_ROUND, Load, _check_no_acked_loss, _describe
 from tests.integration.conftest import create_stream
+from tests.support.ha_stack import ha_stack  # noqa: F401
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 

@@ -21,11 +21,11 @@ import pytest
 
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
-from tests.fault.ha_stack import start_ha_stack
 from tests.fault.test_failover import ACKED_PER_ROUND, Load, _describe
 from tests.fault.test_reassignment import MOVE_TIMEOUT_S, _check_acked_on, _moved, _reassign_cli
 from tests.integration.conftest import create_stream
-from tests.waiting import wait_for
+from tests.support.ha_stack import start_ha_stack
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 

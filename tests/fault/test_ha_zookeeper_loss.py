@@ -24,10 +24,10 @@ from liftlog.embedded.node import NodeProcess
 from liftlog.embedded.standalone import Standalone
 from liftlog.embedded.zookeeper_ensemble import ZooKeeperEnsemble, ZooKeeperEnsembleServer
 from spark_log.client import Client
-from tests.fault.ha_stack import start_ha_stack
 from tests.fault.test_failover import ACKED_PER_ROUND, Load, _check_no_acked_loss, _describe
 from tests.integration.conftest import create_stream
-from tests.waiting import wait_for, wait_for_async
+from tests.support.ha_stack import start_ha_stack
+from tests.support.waiting import wait_for, wait_for_async
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 

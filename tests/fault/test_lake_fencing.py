@@ -17,10 +17,10 @@ import httpx
 
 from spark_log.client import Client
 from spark_log.errors import LiftlogError
-from tests.fault.acked_load import AckedLoad
 from tests.integration.conftest import create_stream
-from tests.lake_stores import LakeUnderTest, open_delta
-from tests.waiting import wait_for
+from tests.support.acked_load import AckedLoad
+from tests.support.lake_stores import LakeUnderTest, open_delta
+from tests.support.waiting import wait_for
 
 BATCH = 50
 PUBLISHERS = 4

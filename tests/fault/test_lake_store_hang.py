@@ -13,7 +13,7 @@ import pytest
 from liftlog.embedded.seaweedfs import SeaweedFsServer, create_bucket
 from spark_log.errors import LakeError
 from spark_log.lake import LakeTable
-from tests.lake_stores import s3_lake
+from tests.support.lake_stores import s3_lake
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 

@@ -11,9 +11,9 @@ import httpx
 from spark_log.client import Client
 from spark_log.config import LogConfig
 from spark_log.errors import LiftlogError
-from tests.fault.rest_records import read_all_records
 from tests.integration.conftest import create_stream
-from tests.waiting import wait_for
+from tests.support.rest_records import read_all_records
+from tests.support.waiting import wait_for
 
 PUBLISHERS = 32
 ACKED_BEFORE_KILL = 3000

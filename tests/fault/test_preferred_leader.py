@@ -19,7 +19,7 @@ import pytest
 from spark_log.client import Client
 from tests.fault.test_failover import ACKED_PER_ROUND, Load, _check_no_acked_loss, _describe
 from tests.integration.conftest import create_stream
-from tests.waiting import wait_for
+from tests.support.waiting import wait_for
 
 # long: run by make fault (and make test-slow), not make test
 pytestmark = pytest.mark.slow

@@ -20,7 +20,7 @@ from tests.fault.test_reassignment import (
     _moved,
     _reassign_cli,
 )
-from tests.waiting import wait_for
+from tests.support.waiting import wait_for
 
 
 class MsgIdLoad(Load):

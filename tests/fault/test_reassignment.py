@@ -22,7 +22,7 @@ import pytest
 from spark_log.client import Client
 from tests.fault.test_failover import ACKED_PER_ROUND, Load, _all_records, _describe
 from tests.integration.conftest import create_stream
-from tests.waiting import wait_for
+from tests.support.waiting import wait_for
 
 LIFTLOG = str(Path(sys.executable).parent / "liftlog")
 CLI_TIMEOUT_S = 60.0

@@ -17,7 +17,7 @@ from liftlog.embedded.process import DEFAULT_STOP_TIMEOUT_S
 from spark_log.client import Client
 from tests.fault.test_failover import Load
 from tests.integration.conftest import create_stream
-from tests.waiting import wait_for
+from tests.support.waiting import wait_for
 
 # about 90 s: run by make fault, not make test
 pytestmark = pytest.mark.slow

@@ -14,7 +14,7 @@ import sys
 import httpx
 
 from tests.fault.test_failover import _all_records, _create_stream_find_leader, _describe
-from tests.waiting import wait_for
+from tests.support.waiting import wait_for
 
 ALONE = 3
 

@@ -1,6 +1,6 @@
 """Fixtures that run real ingest nodes (child processes) against the session's NATS and ZK.
 
-On the secured stack (``LIFTLOG_TEST_STACK=secure``, see tests/stacks.py) the nodes serve
+On the secured stack (``LIFTLOG_TEST_STACK=secure``, see tests/support/stacks.py) the nodes serve
 HTTPS with auth on, log in to NATS and ZooKeeper over TLS, and the test process reaches them
 with the admin token and the NATS publisher user from the environment.
 """
@@ -24,16 +24,16 @@ from spark_log.client.credentials import ClientCredentials
 from spark_log.config import LakeConfig, LogConfig, NodeConfig
 from spark_log.nats_config import nats_credentials_from_env
 from spark_log.nats_options import nats_auth_options
-from tests.integration.secure_zk import (  # noqa: F401  (the TLS-only ZooKeeper's fixtures)
+from tests.support.lake_stores import LAKE_KINDS, S3, LakeUnderTest, local_lake, s3_lake
+from tests.support.secure_zk import (  # noqa: F401  (the TLS-only ZooKeeper's fixtures)
     cluster_security,
     make_kazoo,
     secure_root,
     secure_zk,
     zk_certs,
 )
-from tests.integration.spark_session import spark  # noqa: F401  (the shared Spark fixture)
-from tests.lake_stores import LAKE_KINDS, S3, LakeUnderTest, local_lake, s3_lake
-from tests.stacks import SecureMaterial, exported
+from tests.support.spark_session import spark  # noqa: F401  (the shared Spark fixture)
+from tests.support.stacks import SecureMaterial, exported
 
 NODE_ZK_SESSION_TIMEOUT_S = 4.0
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.jepsen.runner import RESULTS_FILE
-from tests.jepsen.table import read_runs
+from tests.support.jepsen.runner import RESULTS_FILE
+from tests.support.jepsen.table import read_runs
 
 RESULTS_ENV = "LIFTLOG_JEPSEN_RESULTS"
 SEED_ENV = "LIFTLOG_JEPSEN_SEED"
@@ -55,5 +55,5 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             terminalreporter.write_line(f"jepsen: every run valid ({path} removed)")
         elif (path / RESULTS_FILE).exists():
             terminalreporter.write_line(
-                f"jepsen results in {path}: .venv/bin/python -m tests.jepsen.table {path}"
+                f"jepsen results in {path}: .venv/bin/python -m tests.support.jepsen.table {path}"
             )

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.jepsen import result as r
-from tests.jepsen.checker import check
-from tests.jepsen.history import (
+from tests.support.jepsen import result as r
+from tests.support.jepsen.checker import check
+from tests.support.jepsen.history import (
     ACKS_ALL,
     ACKS_LEADER,
     ACKS_NONE,
@@ -23,10 +23,10 @@ from tests.jepsen.history import (
     record_id,
     record_payload,
 )
-from tests.jepsen.replicas import ReplicaState
-from tests.jepsen.report import table_header, table_row, write_report
-from tests.jepsen.result import CheckResult
-from tests.jepsen.unavailability import outages
+from tests.support.jepsen.replicas import ReplicaState
+from tests.support.jepsen.report import table_header, table_row, write_report
+from tests.support.jepsen.result import CheckResult
+from tests.support.jepsen.unavailability import outages
 
 BROKERS = (1, 2, 3)
 

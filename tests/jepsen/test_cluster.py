@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.jepsen.cluster import ClusterError, JepsenCluster, jepsen_cluster  # noqa: F401
-from tests.waiting import wait_for, wait_for_async
+from tests.support.jepsen.cluster import ClusterError, JepsenCluster, jepsen_cluster  # noqa: F401
+from tests.support.waiting import wait_for, wait_for_async
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 

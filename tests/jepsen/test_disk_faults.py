@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from spark_log.log import PartitionLog
-from tests.jepsen.disk_faults import (
+from tests.support.jepsen.disk_faults import (
     DiskFault,
     DiskFaultError,
     batches,
@@ -20,7 +20,7 @@ from tests.jepsen.disk_faults import (
     tear_last_write,
     truncate_segment,
 )
-from tests.unit.log.conftest import make_batch, tiny_config
+from tests.unit.spark_log.log.conftest import make_batch, tiny_config
 
 BATCHES_PER_SEGMENT = 4
 RECORDS_PER_BATCH = 3

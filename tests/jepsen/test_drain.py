@@ -8,7 +8,7 @@ from pathlib import Path
 from spark_log.config import LogConfig
 from spark_log.log import PartitionLog, build_record_batch, encode_batch
 from spark_log.log.layout import CLEAN_SHUTDOWN_FILE
-from tests.jepsen.drain import drain, stream_dir
+from tests.support.jepsen.drain import drain, stream_dir
 
 STREAM = "orders"
 

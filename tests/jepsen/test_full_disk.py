@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.jepsen.full_disk import TmpfsMount, TmpfsUnavailableError, fill_disk, free_disk
+from tests.support.jepsen.full_disk import TmpfsMount, TmpfsUnavailableError, fill_disk, free_disk
 
 SMALL_DISK_BYTES = 2 * 1024 * 1024
 

@@ -9,8 +9,13 @@ from spark_log.errors import (
     RequestTimeoutError,
     UnavailableError,
 )
-from tests.jepsen.history import FAILED, INDETERMINATE
-from tests.jepsen.workload import ATTEMPT_TIMEOUT_CODE, CONNECTION_CODE, classify, default_mix
+from tests.support.jepsen.history import FAILED, INDETERMINATE
+from tests.support.jepsen.workload import (
+    ATTEMPT_TIMEOUT_CODE,
+    CONNECTION_CODE,
+    classify,
+    default_mix,
+)
 
 
 def test_no_answer_is_indeterminate_and_an_error_reply_is_failed_with_its_code() -> None:

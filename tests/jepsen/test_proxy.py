@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.jepsen.proxy import LinkProxy, Mode
-from tests.waiting import wait_for
+from tests.support.jepsen.proxy import LinkProxy, Mode
+from tests.support.waiting import wait_for
 
 QUIET_WINDOW_S = 0.3  # "nothing arrives within this": short, the proxy is local
 IO_TIMEOUT_S = 5.0

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from tests.jepsen.conftest import jepsen_seed
-from tests.jepsen.runner import RunOutcome, run_scenario
-from tests.jepsen.schedule import OVERRUN_FACTOR, Schedule
-from tests.jepsen.table import RandomRun, append_random_run
+from tests.support.jepsen.runner import RunOutcome, run_scenario
+from tests.support.jepsen.schedule import OVERRUN_FACTOR, Schedule
+from tests.support.jepsen.table import RandomRun, append_random_run
 
 pytestmark = pytest.mark.fault
 

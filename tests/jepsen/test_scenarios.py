@@ -4,7 +4,7 @@ Safe (fsync always, min ISR 2, no unclean election): the run must be valid, with
 acknowledged. Unsafe (fsync never, min ISR 1, the operator's unclean election): a scenario
 whose fault can lose acknowledged records there must show the checker finding the loss,
 proof that a valid safe run is not a blind checker's verdict. Every run appends its row to
-``runs.jsonl`` in the results directory, which ``python -m tests.jepsen.table`` turns into
+``runs.jsonl`` in the results directory, which ``python -m tests.support.jepsen.table`` turns into
 docs/faults.md's table.
 """
 
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.jepsen.conftest import jepsen_seed
-from tests.jepsen.runner import RunOutcome, Scenario, run_scenario
-from tests.jepsen.scenarios_network import NETWORK_SCENARIOS
-from tests.jepsen.scenarios_process import PROCESS_SCENARIOS
+from tests.support.jepsen.runner import RunOutcome, Scenario, run_scenario
+from tests.support.jepsen.scenarios_network import NETWORK_SCENARIOS
+from tests.support.jepsen.scenarios_process import PROCESS_SCENARIOS
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 

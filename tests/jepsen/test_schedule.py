@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.jepsen.schedule import (
+from tests.support.jepsen.schedule import (
     FAMILIES,
     HOLD_S,
     STEP_ESTIMATE_S,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.blocks import REPO
-from tests.jepsen.runner import RESULTS_FILE
-from tests.jepsen.table import (
+from tests.support.docs.blocks import REPO
+from tests.support.jepsen.runner import RESULTS_FILE
+from tests.support.jepsen.table import (
     RANDOM_FILE,
     RandomRun,
     TableError,
@@ -93,8 +93,8 @@ def test_the_command_prints_the_table_or_says_why_not(
 
 def test_the_docs_list_every_scenario_with_its_invariant() -> None:
     """docs/faults.md's list is ``--scenarios``' output: regenerate it when a scenario changes."""
-    from tests.jepsen.scenarios_network import NETWORK_SCENARIOS
-    from tests.jepsen.scenarios_process import PROCESS_SCENARIOS
+    from tests.support.jepsen.scenarios_network import NETWORK_SCENARIOS
+    from tests.support.jepsen.scenarios_process import PROCESS_SCENARIOS
 
     docs = " ".join((REPO / "docs" / "faults.md").read_text().split())
     missing = [
@@ -102,4 +102,4 @@ def test_the_docs_list_every_scenario_with_its_invariant() -> None:
         for s in [*NETWORK_SCENARIOS, *PROCESS_SCENARIOS]
         if f"**{s.name}**" not in docs or " ".join(s.invariant.split()) not in docs
     ]
-    assert not missing, f"paste `python -m tests.jepsen.table --scenarios` in: {missing}"
+    assert not missing, f"paste `python -m tests.support.jepsen.table --scenarios` in: {missing}"

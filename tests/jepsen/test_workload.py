@@ -17,13 +17,13 @@ import pytest
 from liftlog.embedded.ports import free_port, free_port_block
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
-from tests.jepsen.checker import check
-from tests.jepsen.drain import drain
-from tests.jepsen.history import ACKS_ALL, ACKS_LEADER, ACKS_NONE, OK
-from tests.jepsen.quiescence import wait_quiescent
-from tests.jepsen.replicas import by_partition
-from tests.jepsen.workload import Workload, default_mix
-from tests.waiting import wait_for
+from tests.support.jepsen.checker import check
+from tests.support.jepsen.drain import drain
+from tests.support.jepsen.history import ACKS_ALL, ACKS_LEADER, ACKS_NONE, OK
+from tests.support.jepsen.quiescence import wait_quiescent
+from tests.support.jepsen.replicas import by_partition
+from tests.support.jepsen.workload import Workload, default_mix
+from tests.support.waiting import wait_for
 
 NODES = 3
 PARTITIONS = 2

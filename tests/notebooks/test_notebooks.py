@@ -13,9 +13,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from tests.support.paths import REPO
 from nbclient import NotebookClient
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+NOTEBOOKS = REPO / "notebooks"
 CELL_TIMEOUT_S = 300
 
 

@@ -7,7 +7,7 @@ from typing import TypeVar
 
 import pytest
 
-from tests.waiting import wait_for_async
+from tests.support.waiting import wait_for_async
 
 T = TypeVar("T")
 

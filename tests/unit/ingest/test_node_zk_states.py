@@ -16,7 +16,7 @@ import pytest
 
 from ingest.node import IngestNode
 from spark_log.config import NodeConfig
-from tests.waiting import one_loop_turn
+from tests.support.waiting import one_loop_turn
 
 SESSION_TIMEOUT_S = 0.2
 

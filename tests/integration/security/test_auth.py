@@ -1,0 +1,446 @@
+"""Authentication and authorization on real nodes, auth on: 401s, tokens created and revoked
+over REST, and the principal x action x route matrix. Every test runs twice: on plain HTTP
+nodes with a bootstrap admin token, and on the secured stack (``Standalone(secure=True)``:
+HTTPS, mTLS, ZooKeeper and NATS secured), where client certificates name principals too."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from ingest.api.route_acl import CURSOR_ROUTE, OPEN_PATHS, ROUTE_RULES
+from spark_log.auth_config import AuthConfig
+from tests.support.auth_stack import (
+    PROPAGATION_TIMEOUT_S,
+    AuthCluster,
+    start_auth_cluster,
+    start_secure_cluster,
+)
+from tests.support.waiting import wait_for
+
+STREAM = "m-1"
+OK = None  # allowed: whatever the route answers, never 401 or 403
+GROUP = "m-group"
+MAX_SESSION_MS = 300_000  # the members the fixture joins must outlive the matrix
+# principal -> (heartbeating member id, its epoch, leaving member id), joined by the fixture
+# to GROUP on STREAM so that each principal's heartbeat, commit and leave reach the stream check
+GROUP_MEMBERS: dict[str, tuple[str, int, str]] = {}
+
+
+@pytest.fixture(scope="module", params=["plain", "secure"])
+def cluster(
+    request, zookeeper, nats_server, tmp_path_factory, secure_material
+) -> Iterator[AuthCluster]:
+    if request.param == "secure":
+        yield from start_secure_cluster()
+    else:
+        yield from start_auth_cluster(
+            zookeeper,
+            nats_server,
+            tmp_path_factory.mktemp("auth"),
+            secure_material=secure_material,
+        )
+
+
+def test_every_route_but_the_open_ones_needs_a_valid_token(cluster):
+    with cluster.client() as anonymous:
+        for path in OPEN_PATHS:
+            assert anonymous.get(path).status_code == 200, path
+        for (method, path), rule in ROUTE_RULES.items():
+            if rule.open:
+                continue
+            resp = anonymous.request(method, path.replace("{", "x").replace("}", ""))
+            assert resp.status_code == 401, (method, path, resp.text)
+            assert resp.json()["error"]["code"] == "unauthenticated"
+            assert resp.headers["www-authenticate"] == "Bearer"
+    for header in ("Bearer llt_0123_wrong", "Bearer nonsense", "Basic YTpi", "Bearer"):
+        with cluster.client() as api:
+            resp = api.get("/v1/cluster", headers={"Authorization": header})
+        assert resp.status_code == 401, header
+        assert resp.json()["error"]["code"] == "unauthenticated"
+
+
+def test_cluster_says_auth_is_enabled_and_whoami_names_the_admin(cluster):
+    with cluster.admin() as api:
+        assert api.get("/v1/cluster").json()["auth"] == "enabled"
+        assert api.get("/v1/auth/whoami").json() == {"principal": "admin", "auth": "enabled"}
+
+
+def test_a_token_created_over_rest_works_until_revoked(cluster):
+    with cluster.admin() as admin:
+        created = admin.post("/v1/auth/tokens", json={"principal": "tina", "description": "ci"})
+        assert created.status_code == 201, created.text
+        token, token_id = created.json()["token"], created.json()["token_id"]
+        assert token.startswith(f"llt_{token_id}_")
+        listing = admin.get("/v1/auth/tokens")
+        assert listing.status_code == 200
+        assert token_id in listing.text and token.split("_", 2)[2] not in listing.text
+    with cluster.client(token=token) as tina:
+        wait_for(
+            lambda: tina.get("/v1/auth/whoami").status_code == 200,
+            PROPAGATION_TIMEOUT_S,
+            message="the token to be known",
+        )
+        assert tina.get("/v1/auth/whoami").json()["principal"] == "tina"
+        forbidden = tina.get("/metrics")
+        assert forbidden.status_code == 403
+        message = forbidden.json()["error"]["message"]
+        assert forbidden.json()["error"]["code"] == "forbidden"
+        assert "tina" in message and "describe" in message and "cluster" in message
+        with cluster.admin() as admin:
+            assert admin.delete(f"/v1/auth/tokens/{token_id}").status_code == 200
+            assert admin.delete(f"/v1/auth/tokens/{token_id}").status_code == 404
+        wait_for(
+            lambda: tina.get("/v1/auth/whoami").status_code == 401,
+            PROPAGATION_TIMEOUT_S,
+            message="the revoked token to be refused",
+        )
+
+
+def test_the_node_that_makes_a_change_applies_it_before_answering(cluster):
+    """No wait: the answer comes after this node re-read the tokens and ACLs."""
+    with cluster.admin() as admin:
+        created = admin.post("/v1/auth/tokens", json={"principal": "ursula"})
+        assert created.status_code == 201, created.text
+        assert created.headers["cache-control"] == "no-store"
+        token, token_id = created.json()["token"], created.json()["token_id"]
+        with cluster.client(token=token) as ursula:
+            assert ursula.get("/metrics").status_code == 403
+            acl = admin.post(
+                "/v1/acls",
+                json={"principal": "ursula", "action": "describe", "resource": "cluster"},
+            )
+            assert acl.status_code == 201, acl.text
+            assert ursula.get("/metrics").status_code == 200
+            assert admin.delete(f"/v1/acls/{acl.json()['acl_id']}").status_code == 200
+            assert ursula.get("/metrics").status_code == 403
+            assert admin.delete(f"/v1/auth/tokens/{token_id}").status_code == 200
+            assert ursula.get("/v1/auth/whoami").status_code == 401
+
+
+def test_bad_acls_and_tokens_are_refused_with_422(cluster):
+    with cluster.admin() as admin:
+        for body in (
+            {"principal": "a", "action": "fly", "resource": "cluster"},
+            {"principal": "a", "action": "publish", "resource": "topic:x"},
+            {"principal": "a b", "action": "publish", "resource": "stream:x"},
+        ):
+            assert admin.post("/v1/acls", json=body).status_code == 422, body
+        assert admin.post("/v1/auth/tokens", json={"principal": "*"}).status_code == 422
+
+
+# ------------------------------------------------------------------------------ the matrix
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request per route; ``ok`` is the status an allowed caller gets (OK: any but 401
+    and 403, for routes whose success depends on the cluster's state)."""
+
+    method: str
+    route: str
+    path: str
+    ok: int | None
+    body: dict[str, Any] | None = None
+    params: dict[str, Any] | None = None
+    needs: str | None = None
+    """The permission in MAY's words, for a route that checks the streams it concerns itself
+    (the route table only asks for a credential) or names an action on the cluster."""
+
+
+def _group_calls(principal: str) -> list[Call]:
+    """The consumer group routes: the stream checks happen inside them (group_routes.py)."""
+    member, epoch, leaver = GROUP_MEMBERS.get(principal, ("none", 0, "none"))
+    g = f"/v1/groups/{GROUP}"
+    join = {"streams": [STREAM], "session_timeout_ms": MAX_SESSION_MS}
+    commit = {
+        "member_id": member,
+        "member_epoch": epoch,
+        "offsets": [{"stream": STREAM, "partition": 0, "offset": 0}],
+    }
+    heartbeat = {"member_epoch": epoch, "owned": {}}
+    reset = {"stream": STREAM, "to": "earliest"}
+    return [
+        Call(
+            "POST",
+            "/v1/groups/{group}/members",
+            f"/v1/groups/m-join-{principal}/members",
+            200,
+            join,
+            needs="consume",
+        ),
+        Call(
+            "POST",
+            "/v1/groups/{group}/members/{member_id}/heartbeat",
+            f"{g}/members/{member}/heartbeat",
+            OK,
+            heartbeat,
+            needs="consume",
+        ),
+        Call("POST", "/v1/groups/{group}/offsets", f"{g}/offsets", OK, commit, needs="consume"),
+        Call(
+            "DELETE",
+            "/v1/groups/{group}/members/{member_id}",
+            f"{g}/members/{leaver}",
+            200,
+            needs="consume",
+        ),
+        Call("GET", "/v1/groups/{group}/offsets", f"{g}/offsets", 200),
+        # the group has members: an allowed reset is refused with 409 group_not_empty
+        Call(
+            "POST",
+            "/v1/groups/{group}/offsets/reset",
+            f"{g}/offsets/reset",
+            OK,
+            reset,
+            needs="alter",
+        ),
+        Call("GET", "/v1/groups", "/v1/groups", 200),
+        Call("GET", "/v1/groups/{group}", g, 200),
+        Call("DELETE", "/v1/groups/{group}", "/v1/groups/m-no-group", 404, needs="delete-cluster"),
+    ]
+
+
+def _calls(principal: str) -> list[Call]:
+    s = f"/v1/streams/{STREAM}"
+    value = base64.b64encode(b"hi").decode()
+    cursor = f"{s}/partitions/0/cursors/c-{principal}"
+    return [
+        *_group_calls(principal),
+        Call("GET", "/v1/cluster/activity", "/v1/cluster/activity", 200),
+        Call("PUT", "/v1/cluster/activity", "/v1/cluster/activity", 200, {"enabled": False}),
+        Call("PUT", CURSOR_ROUTE, cursor, 200, {"offset": 1}),
+        Call("GET", CURSOR_ROUTE, cursor, OK),  # 404 for a principal that could not set it
+        Call("DELETE", CURSOR_ROUTE, cursor, OK),
+        Call("GET", "/metrics", "/metrics", 200),
+        Call("GET", "/v1/cluster", "/v1/cluster", 200),
+        Call(
+            "POST",
+            "/v1/cluster/controlled-shutdown",
+            "/v1/cluster/controlled-shutdown",
+            OK,
+            {"broker_id": 999},
+        ),
+        Call(
+            "POST",
+            "/v1/cluster/decommission",
+            "/v1/cluster/decommission",
+            OK,
+            {"broker_id": 999, "dry_run": True},
+        ),
+        Call(
+            "POST",
+            "/v1/streams",
+            "/v1/streams",
+            201,
+            {"name": f"m-new-{principal}", "subject": f"m-new-{principal}.in"},
+        ),
+        Call("GET", "/v1/streams", "/v1/streams", 200),
+        Call("GET", "/v1/streams/{stream}", s, 200),
+        Call(
+            "POST",
+            "/v1/streams/{stream}/partitions/{partition}/records",
+            f"{s}/partitions/0/records",
+            200,
+            {"records": [{"value": value}]},
+        ),
+        Call(
+            "GET",
+            "/v1/streams/{stream}/partitions/{partition}/records",
+            f"{s}/partitions/0/records",
+            200,
+            params={"offset": 0},
+        ),
+        Call("GET", "/v1/streams/{stream}/partitions/{partition}", f"{s}/partitions/0", 200),
+        Call("POST", "/v1/streams/{stream}/pause", f"{s}/pause", 200),
+        Call("POST", "/v1/streams/{stream}/resume", f"{s}/resume", 200),
+        Call("PATCH", "/v1/streams/{stream}", s, 200, {"retention_ms": None}),
+        # readwrite right after readonly: the publishes of the next principal still go in
+        Call("POST", "/v1/streams/{stream}/readonly", f"{s}/readonly", 200),
+        Call("POST", "/v1/streams/{stream}/readwrite", f"{s}/readwrite", 200),
+        Call("POST", "/v1/streams/{stream}/flush", f"{s}/flush", 200),
+        Call(
+            "POST",
+            "/v1/streams/{stream}/partitions/{partition}/flush",
+            f"{s}/partitions/0/flush",
+            200,
+        ),
+        Call(
+            "POST",
+            "/v1/streams/{stream}/partitions/{partition}/unclean-election",
+            f"{s}/partitions/0/unclean-election",
+            OK,
+        ),
+        Call("POST", "/v1/streams/{stream}/elect-preferred", f"{s}/elect-preferred", OK),
+        Call(
+            "POST",
+            "/v1/streams/{stream}/reassign",
+            f"{s}/reassign",
+            OK,
+            {"partitions": [{"partition": 0, "replicas": [1]}]},
+        ),
+        Call("GET", "/v1/streams/{stream}/reassign", f"{s}/reassign", OK),
+        Call("DELETE", "/v1/streams/{stream}/reassign", f"{s}/reassign", OK),
+        Call("DELETE", "/v1/streams/{stream}", "/v1/streams/m-never-created", 404),
+        Call("GET", "/v1/auth/whoami", "/v1/auth/whoami", 200),
+        Call("POST", "/v1/auth/tokens", "/v1/auth/tokens", 201, {"principal": "dave"}),
+        Call("GET", "/v1/auth/tokens", "/v1/auth/tokens", 200),
+        Call("DELETE", "/v1/auth/tokens/{token_id}", "/v1/auth/tokens/ffff", 404),
+        Call("GET", "/v1/acls", "/v1/acls", 200),
+        Call(
+            "POST",
+            "/v1/acls",
+            "/v1/acls",
+            201,
+            {"principal": "dave", "action": "describe", "resource": "cluster"},
+        ),
+        Call("DELETE", "/v1/acls/{acl_id}", "/v1/acls/ffff", 404),
+        Call("POST", "/v1/encryption/rotate", "/v1/encryption/rotate", OK),
+        Call(
+            "GET",
+            "/v1/streams/{stream}/partitions/{partition}/data-key",
+            f"{s}/partitions/0/data-key",
+            OK,
+        ),
+    ]
+
+
+STREAM_ADMIN = ("create", "delete", "pause", "resume", "flush", "publish", "consume")
+# What each principal may do, written out by hand (not computed by the code under test):
+# alice runs the m-* streams and may describe the cluster; bob may publish and consume on
+# m-* but a deny takes publishing on m-1 away again; carol may only describe (through the
+# ACL on '*'); admin is a super user; nobody sends no token.
+MAY: dict[str, set[str]] = {
+    "admin": {"*"},
+    "alice": {*STREAM_ADMIN, "describe", "describe-cluster", "listed"},
+    "bob": {"consume", "describe", "listed"},
+    "carol": {"describe", "listed"},
+}
+# on the secured stack, carol also calls with a client certificate (CN carol) and no token
+CERT_PRINCIPAL = "carol-cert"
+
+
+def _needed(call: Call) -> str | None:
+    """The permission a call needs in MAY's words (None: any authenticated principal)."""
+    if call.needs is not None:
+        return call.needs
+    rule = ROUTE_RULES[(call.method, call.route)]
+    if rule.action is None:
+        return None
+    if rule.resource == "cluster":
+        return "describe-cluster" if rule.action == "describe" else str(rule.action)
+    return str(rule.action)
+
+
+def _expected(principal: str, call: Call) -> str:
+    if principal == "nobody":
+        return "401"
+    needed = _needed(call)
+    may = MAY["carol" if principal == CERT_PRINCIPAL else principal]
+    if needed is None or "*" in may or needed in may:
+        return "ok" if call.ok is None else str(call.ok)
+    return "403"
+
+
+def _seen(status: int, call: Call) -> str:
+    if status in (401, 403):
+        return str(status)
+    return "ok" if call.ok is None else str(status)
+
+
+@pytest.fixture(scope="module")
+def principals(cluster) -> dict[str, dict[str, Any]]:
+    """How each principal calls: ``cluster.client`` keyword arguments."""
+    tokens: dict[str, dict[str, Any]] = {"admin": {"token": cluster.admin_token}, "nobody": {}}
+    for name in ("alice", "bob", "carol"):
+        tokens[name] = {"token": cluster.new_token(name)[1]}
+    if cluster.ca is not None:
+        tokens[CERT_PRINCIPAL] = {"cert": cluster.client_cert("carol")}
+    for action in (*STREAM_ADMIN, "describe"):
+        cluster.allow("alice", action, "stream:m-*")
+    cluster.allow("alice", "describe", "cluster")
+    cluster.allow("bob", "publish", "stream:m-*")
+    cluster.allow("bob", "consume", "stream:m-*")
+    cluster.allow("bob", "publish", f"stream:{STREAM}", deny=True)
+    cluster.allow("*", "describe", "stream:*")
+    with cluster.admin() as admin:
+        created = admin.post("/v1/streams", json={"name": STREAM, "subject": f"{STREAM}.in"})
+        assert created.status_code == 201, created.text
+        for principal in tokens:
+            GROUP_MEMBERS[principal] = (*_join(admin), _join(admin)[0])
+    return tokens
+
+
+def _join(admin: httpx.Client) -> tuple[str, int]:
+    body = {"streams": [STREAM], "session_timeout_ms": MAX_SESSION_MS}
+    joined = admin.post(f"/v1/groups/{GROUP}/members", json=body)
+    assert joined.status_code == 200, joined.text
+    return joined.json()["member_id"], joined.json()["member_epoch"]
+
+
+def test_the_authorization_matrix(cluster, principals):
+    calls = _calls("x")
+    covered = {(c.method, c.route) for c in calls}
+    assert covered == {k for k, rule in ROUTE_RULES.items() if not rule.open}
+    # the last ACL must be in force on the node before the table means anything
+    with cluster.client(**principals["bob"]) as bob:
+        wait_for(
+            lambda: (
+                bob.post(
+                    f"/v1/streams/{STREAM}/partitions/0/records", json={"records": [{"value": ""}]}
+                ).status_code
+                == 403
+            ),
+            PROPAGATION_TIMEOUT_S,
+            message="the deny ACL to apply",
+        )
+    rows, mismatches = [], []
+    for principal, how in principals.items():
+        with cluster.client(**how) as api:
+            for call in _calls(principal):
+                resp = api.request(call.method, call.path, json=call.body, params=call.params)
+                expected, seen = _expected(principal, call), _seen(resp.status_code, call)
+                rows.append((principal, call.method, call.route, expected, resp.status_code))
+                if expected != seen:
+                    mismatches.append((principal, call.method, call.path, expected, resp.text))
+    print(f"\nauthorization matrix: {len(rows)} principal x route cells")
+    for principal, method, route, expected, status in rows:
+        print(f"  {principal:<7} {method:<6} {route:<60} expected {expected:<4} got {status}")
+    assert mismatches == []
+    assert len(rows) == len(principals) * len(covered)
+
+
+def test_stream_listing_shows_only_what_the_caller_may_describe(cluster, principals):
+    cluster.allow("erin", "describe", "stream:m-new-*", deny=True)
+    token = cluster.new_token("erin")[1]
+    with cluster.client(token=token) as erin, cluster.admin() as admin:
+        every = {s["name"] for s in admin.get("/v1/streams").json()["streams"]}
+        assert {STREAM, "m-new-admin", "m-new-alice"} <= every
+        # '*' may describe every stream, but a deny hides m-new-* from erin
+        wanted = {n for n in every if not n.startswith("m-new-")}
+        names = {s["name"] for s in erin.get("/v1/streams").json()["streams"]}
+        assert names == wanted and STREAM in names
+
+
+def test_plain_nodes_report_auth_disabled(make_node):
+    node = make_node(1, auth=AuthConfig(enabled=False))  # plain HTTP on the secured stack too
+    with httpx.Client(base_url=node.api_url, timeout=30) as api:
+        assert api.get("/v1/cluster").json()["auth"] == "disabled"
+        assert api.get("/v1/auth/whoami").json() == {"principal": "anonymous", "auth": "disabled"}
+
+
+def test_openapi_says_how_to_authenticate(cluster):
+    with cluster.client() as anonymous:
+        spec = anonymous.get("/openapi.json").json()
+    schemes = spec["components"]["securitySchemes"]
+    assert schemes["bearerAuth"] == {**schemes["bearerAuth"], "type": "http", "scheme": "bearer"}
+    assert schemes["clientCertificate"]["type"] == "mutualTLS"
+    assert spec["paths"]["/healthz"]["get"]["security"] == []
+    publish = spec["paths"]["/v1/streams/{stream}/partitions/{partition}/records"]["post"]
+    assert {"bearerAuth": []} in publish["security"]
+    assert "Needs `publish` on `stream:{stream}`." in publish["description"]

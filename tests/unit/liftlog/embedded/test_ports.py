@@ -1,0 +1,48 @@
+"""Ports handed to child processes: never the same one twice to two servers of one stack."""
+
+from __future__ import annotations
+
+from liftlog.bench.js_cluster import ClusterPorts
+from liftlog.embedded.ports import free_port, free_port_block
+
+
+def test_free_port_does_not_hand_out_a_port_twice():
+    """The OS may offer a just-closed port again; two servers started together would then
+    collide ("address already in use"). 500 calls make a repeat by the OS very likely."""
+    ports = [free_port() for _ in range(500)]
+    assert len(set(ports)) == len(ports)
+
+
+def test_cluster_ports_are_distinct_and_in_one_block():
+    ports = ClusterPorts(base=20_000, size=3)
+    every = [f(i) for i in range(3) for f in (ports.client, ports.monitor, ports.route)]
+    assert len(set(every)) == 9
+    assert sorted(every) == list(range(20_000, 20_009))
+
+
+def test_one_port_is_free_for_the_stack_check_the_port_blocks_and_the_doc_tests():
+    import socket
+
+    import liftlog.embedded.port_check as port_check
+    import liftlog.embedded.ports as ports
+    import tests.support.docs.session as session
+
+    assert port_check.port_is_free is ports.port_is_free
+    assert session.port_is_free is ports.port_is_free
+    assert not hasattr(ports, "_bindable") and not hasattr(session, "_port_free")
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        taken = server.getsockname()[1]
+        assert not ports.port_is_free("127.0.0.1", taken)
+    assert ports.port_is_free("127.0.0.1", taken)
+
+
+def test_blocks_and_single_ports_never_overlap_within_a_process():
+    """A stack picks its NATS route block, its nodes' API block and single ports before it
+    binds any: one port handed out twice made a node's API port a NATS route port."""
+    handed: list[int] = []
+    for size in (3, 6, 8, 1, 3, 6, 8):
+        for _ in range(30):
+            base = free_port_block(size)
+            handed += range(base, base + size)
+            handed.append(free_port())
+    assert len(set(handed)) == len(handed)
