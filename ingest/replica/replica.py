@@ -38,7 +38,7 @@ from ingest.replication.fetcher import ReplicaFetcher
 from ingest.replication.follower_path import FollowerPath
 from ingest.replication.follower_state import FollowerTracker
 from ingest.replication.partition_state import ROLE_FOLLOWER, ROLE_LEADER, Partition
-from ingest.replication.storage_stall import Backoff, StallEnd, StorageStall, is_out_of_space
+from ingest.replication.storage_stall_retry import StorageStallRetry
 from ingest.replication.tail_cache import TailCache
 from spark_log.api_models import PartitionFlush
 from spark_log.config import NodeConfig
@@ -55,8 +55,6 @@ log = logging.getLogger("liftlog.partition")
 
 # an ISR change refused because ZooKeeper is unavailable is tried again this much later
 ISR_RETRY_MS = 1000
-# the free space a replica stalled by a full disk must find before it takes writes again
-SPACE_PROBE_BYTES = 64 * 1024
 
 Publish = Callable[[str, bytes], Awaitable[None]]
 IsrWriter = Callable[[PartitionState, int, list[int]], Awaitable[tuple[PartitionState, int]]]
@@ -109,13 +107,9 @@ class PartitionReplica:
         self.idle = IdlePause(self.state, clock)
         self._log: PartitionLog | None = None
         self._isr_retry_at_ms = 0  # an ISR change postponed (ZooKeeper unavailable) until then
-        self._write_lock = asyncio.Lock()  # one log writer: the leader's writer or the fetcher
+        self._write_lock = asyncio.Lock()  # one log writer: writer, fetcher or storage retry
         self._leo_event = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._storage_backoff = Backoff()
-        self._storage_retry: asyncio.Task[None] | None = None
-        self._last_stall_end: StallEnd | None = None  # its backoff carries over to the next
-        self._closing = asyncio.Event()  # wakes a storage retry's backoff wait at close
         self._fetcher: ReplicaFetcher | None = None
         self._fetch_server: FetchServer | None = None
         self._exporter: PartitionExporter | None = None
@@ -141,6 +135,7 @@ class PartitionReplica:
         self.follower_path = FollowerPath(
             self.state, lambda: self.log, self._write_lock, config.log.fsync == "always", self
         )
+        self.storage_retry = StorageStallRetry(self, self.state, self._write_lock, metrics, clock)
 
     def _retention(self) -> RetentionRunner:
         return RetentionRunner(
@@ -272,7 +267,7 @@ class PartitionReplica:
         """Stop ingest, fail waiting requests, flush and close the log (``deleting``: only
         close it; its checkpoints would be deleted with it, and writing them fails on a full
         disk)."""
-        await self._stop_storage_retry()
+        await self.storage_retry.close()
         await self._leave_role()
         await self._subscription.unsubscribe()
         await self._writes.stop()
@@ -573,119 +568,21 @@ class PartitionReplica:
         self._writes.dedup.expire(now_ms)
 
     def go_offline(self, reason: str, cause: BaseException | None = None) -> None:
-        """Refuse writes: for good, or, when ``cause`` is a full disk, until a retry finds
-        space again (a replica already offline for good stays so)."""
-        stallable = self.state.offline_reason is None or self.state.storage_stall is not None
-        stallable = stallable and self._log is not None and not self._closing.is_set()
-        if cause is not None and is_out_of_space(cause) and stallable:
-            self._stall_for_space(reason)
+        """Refuse writes: for good, or, when ``cause`` is a full disk, until the storage retry
+        finds space again (a replica already offline for good stays so).
+
+        A stall forgets the message ids of records at or past the LEO (a retried publish must
+        be stored, not answered as a duplicate of a record that is not in the log; the write
+        path forgets those of a failed cycle's unstored requests itself), and the tail cache
+        (part of a failed cycle may be in the log without being cached)."""
+        if cause is not None and self.storage_retry.may_stall(cause):
+            self.on_truncated(self.log.log_end_offset)
+            self._writes.fail_waiting(StorageError(reason))
+            self.storage_retry.stall(reason)
             return
         log.error("%s is offline: %s", self.state.name, reason)
-        self._count_offline(False)
-        self.state.go_offline(reason)
-        self._count_offline(True)
+        self.storage_retry.go_offline(reason)
         self._writes.fail_waiting(StorageError(reason))
-
-    def _stall_for_space(self, reason: str) -> None:
-        """Refuse writes with ``storage_error`` and retry in the background with backoff.
-
-        Message ids of records at or past the LEO are forgotten (a retried publish must be
-        stored, not answered as a duplicate of a record that is not in the log; the write
-        path forgets those of a failed cycle's unstored requests itself), and so is the tail
-        cache (part of a failed cycle may be in the log without being cached)."""
-        self.on_truncated(self.log.log_end_offset)
-        self._writes.fail_waiting(StorageError(reason))
-        if self.state.storage_stall is not None:
-            return  # already retrying
-        log.error("%s: disk full, refusing writes until it has space: %s", self.state.name, reason)
-        first_attempt = self._storage_backoff.first_attempt(
-            self._last_stall_end, self._clock.monotonic_s()
-        )
-        self._count_offline(False)
-        self.state.stall_for_space(reason, self._clock.now_ms(), first_attempt)
-        self._count_offline(True)
-        task = asyncio.create_task(self._retry_storage(), name=f"storage-retry-{self.state.name}")
-        task.add_done_callback(self._on_retry_ended)
-        self._storage_retry = task
-
-    def _count_offline(self, add: bool) -> None:
-        """Move the offline gauges by this replica's state (+1 with ``add``, -1 without);
-        a closed replica is out of them for good."""
-        if self._closing.is_set():
-            return
-        step = 1 if add else -1
-        if self.state.offline_reason is not None:
-            self._metrics.offline_partitions.inc(step)
-        if self.state.storage_stall is not None:
-            self._metrics.storage_stalled_partitions.inc(step)
-
-    async def _retry_storage(self) -> None:
-        """Re-probe the log with exponential backoff until it takes writes again (then the
-        replica serves its role again), the replica closes, or another failure takes it
-        offline for good."""
-        retries = self._metrics.storage_retries.labels(self.spec.name, str(self.partition))
-        while (stall := self.state.storage_stall) is not None:
-            if await self._closing_within(self._storage_backoff.delay_s(stall.attempt)):
-                return
-            log_ = self._log
-            if log_ is None or self.state.storage_stall is not stall:
-                return
-            retries.inc()
-            try:
-                async with self._write_lock:
-                    await asyncio.get_running_loop().run_in_executor(
-                        None, log_.resume_writes, SPACE_PROBE_BYTES
-                    )
-            except (OSError, LiftlogError) as exc:
-                if not is_out_of_space(exc):
-                    self.go_offline(f"recovery from a full disk failed: {exc}")
-                    return
-                stall.retry_failed(str(exc))
-                log.debug("%s: disk still full (retry %d)", self.state.name, stall.retries)
-                continue
-            if self.state.storage_stall is not stall or self._closing.is_set():
-                return  # meanwhile offline for good (a failed fsync) or closing: stay so
-            self._resume_after_stall(stall)
-
-    def _on_retry_ended(self, task: asyncio.Task[None]) -> None:
-        """A retry task that died of an unexpected error would leave the replica stalled
-        for ever with nobody retrying, and silently: log it and go offline for good."""
-        if task.cancelled() or (exc := task.exception()) is None:
-            return
-        log.error(
-            "%s: retrying after a full disk failed unexpectedly",
-            self.state.name,
-            exc_info=exc,
-        )
-        self.go_offline(f"recovery from a full disk failed unexpectedly: {exc!r}")
-
-    async def _closing_within(self, delay_s: float) -> bool:
-        """Wait ``delay_s`` (a retry's backoff); True at once if the replica is closing."""
-        try:
-            await asyncio.wait_for(self._closing.wait(), delay_s)
-        except TimeoutError:
-            return False
-        return True
-
-    def _resume_after_stall(self, stall: StorageStall) -> None:
-        """Serve the role again; a stall soon after this one backs off from where it ended."""
-        log.warning(
-            "%s: disk has space again, writes resumed (%d retries)", self.state.name, stall.retries
-        )
-        self._last_stall_end = StallEnd(self._clock.monotonic_s(), stall.attempt)
-        self._count_offline(False)
-        self.state.resume_after_stall()
-        self.advance_high_watermark()
-        self._update_gauges()
-
-    async def _stop_storage_retry(self) -> None:
-        """Close: end a storage retry (one re-probing the log finishes first) and take this
-        replica out of the offline gauges."""
-        self._count_offline(False)
-        self._closing.set()
-        task, self._storage_retry = self._storage_retry, None
-        if task is not None:
-            await asyncio.wait([task])  # never raises: _on_retry_ended logs a failure
 
     @property
     def storage_stalled(self) -> bool:

@@ -158,7 +158,7 @@ def _gate_retries(monkeypatch: pytest.MonkeyPatch, disk_full: threading.Event) -
 
 async def _retry_ended(replica: PartitionReplica) -> None:
     """Wait for the replica's storage retry task to end (white box: it is private)."""
-    task = replica._storage_retry
+    task = replica.storage_retry._task
     if task is not None:
         await asyncio.wait([task], timeout=10)
 
@@ -252,7 +252,7 @@ async def test_a_retry_that_dies_unexpectedly_is_logged_and_goes_offline_for_goo
 
     monkeypatch.setattr(PartitionLog, "resume_writes", broken)
     leader.go_offline("log append failed: disk full", _no_space())
-    with caplog.at_level(logging.ERROR, logger="liftlog.partition"):
+    with caplog.at_level(logging.ERROR, logger="liftlog.storage_stall"):
         await _retry_ended(leader)
     assert not leader.storage_stalled
     assert leader.offline_reason is not None and "unexpectedly" in leader.offline_reason
