@@ -45,8 +45,10 @@ from bench.lake_common import (
     write_json,
 )
 from bench.spark_read_data import random_binary
+from coordinator.znodes import PartitionState
 from ingest.lake.exporter import ExportTarget, PartitionExporter
 from ingest.metrics import NodeMetrics
+from ingest.replication.partition_state import Partition
 from liftlog.bench.errors import BenchError
 from liftlog.bench.machine import describe_lake_machine
 from liftlog.bench.spread import Spread, ratio
@@ -75,13 +77,14 @@ class _LogSource:
 
     def __init__(self, log: PartitionLog) -> None:
         self._log = log
+        self.state = Partition(
+            broker_id=1, stream=STREAM, partition=PARTITION, min_isr=1, leader_epoch=0, isr=[1]
+        )
+        self.state.enter(PartitionState(1, 0, (1,), (1,), controller_epoch=0))
 
     @property
     def open_log(self) -> PartitionLog | None:
         return self._log
-
-    def leads_at(self, leader_epoch: int) -> bool:
-        return True
 
 
 @dataclass(frozen=True)

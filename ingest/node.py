@@ -426,13 +426,13 @@ class IngestNode:
 
     def _count_slow_consumer(self, subscription: object) -> None:
         for replica in self.replicas.replicas.values():
-            if replica.owns_subscription(subscription):
-                if replica.count_slow_consumer_drop():
+            if replica.subscription.owns(subscription):
+                if replica.subscription.count_slow_consumer_drop():
                     log.warning(
                         "slow consumer: %s/%d dropped NATS messages (%d so far)",
                         replica.spec.name,
                         replica.partition,
-                        replica.slow_consumer_drops,
+                        replica.subscription.slow_consumer_drops,
                     )
                 return
         log.warning("slow consumer on a subscription no replica owns")

@@ -82,9 +82,9 @@ class ActivityPublisher:
         if replica is None:
             self._epoch = None
             return
-        if self._epoch != replica.leader_epoch:
+        if self._epoch != replica.state.leader_epoch:
             self._last_id = await _last_event_id(replica)
-            self._epoch = replica.leader_epoch
+            self._epoch = replica.state.leader_epoch
         for event_id, event in await asyncio.to_thread(self._activity.pending):
             if event_id > self._last_id:
                 await _append(replica, event_id, event)
@@ -96,7 +96,7 @@ class ActivityPublisher:
             replica = self._node.replicas.replica(ACTIVITY_STREAM, 0)
         except (NotLeaderError, StreamNotFoundError):
             return None
-        return replica if replica.is_leader else None
+        return replica if replica.state.is_leader else None
 
 
 async def _append(replica: PartitionReplica, event_id: int, event: dict[str, object]) -> None:

@@ -194,24 +194,24 @@ def _with_table_offsets(
 def local_partition_view(node: NodeView, name: str, p: int) -> ReplicaView:
     """What this broker's replica knows (the leader also knows its followers' LEOs)."""
     replica = node.replicas.replica(name, p)
-    log_ = replica.open_log
+    state, log_, exporter = replica.state, replica.open_log, replica.exporter
     leos: dict[str, int] | None = None
-    if replica.is_leader and log_ is not None:
-        followers = {str(r): leo for r, leo in replica.followers.log_end_offsets().items()}
+    if state.is_leader and log_ is not None:
+        followers = {str(r): leo for r, leo in state.followers.log_end_offsets().items()}
         leos = {str(node.config.broker_id): log_.log_end_offset, **followers}
     return ReplicaView(
         partition=p,
         broker=node.config.broker_id,
-        role=replica.role,
-        leader_epoch=replica.leader_epoch,
+        role=state.role,
+        leader_epoch=state.leader_epoch,
         high_watermark=log_.high_watermark if log_ else None,
         log_end_offset=log_.log_end_offset if log_ else None,
         log_start_offset=log_.log_start_offset if log_ else None,
-        offline=replica.offline_reason is not None,
-        storage_error=_storage_error_view(replica.state.storage_stall),
-        fenced=replica.fenced_reason is not None,
-        lake_start_offset=replica.lake_start_offset,
-        lake_offset=replica.lake_offset,
+        offline=state.offline_reason is not None,
+        storage_error=_storage_error_view(state.storage_stall),
+        fenced=state.fenced_reason is not None,
+        lake_start_offset=exporter.lake_start_offset if exporter else None,
+        lake_offset=exporter.lake_offset if exporter else None,
         recovery_loss=_recovery_loss_view(log_.recovery_loss if log_ else None),
         replica_log_end_offsets=leos,
         last_leader_report=_leader_report_view(replica.follower_path.last_leader_report),

@@ -355,10 +355,10 @@ def _record_routes(app: FastAPI, node: IngestNode, cursors: CursorService) -> No
         header (Arrow) says the stop was reached."""
         check_start_choice(offset, timestamp, None if cursor is not None else start, cursor)
         replica = node.replicas.replica(stream, partition)
-        if not from_follower and not replica.is_leader:
+        if not from_follower and not replica.state.is_leader:
             raise NotLeaderError(
                 f"broker {node.config.broker_id} does not lead {stream}/{partition} "
-                f"(leader: {replica.leader_id}); ask the leader or pass from_follower=true"
+                f"(leader: {replica.state.leader_id}); ask the leader or pass from_follower=true"
             )
         limits = node.config.ingest
         reads = TieredReads(replica, lake)

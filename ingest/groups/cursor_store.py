@@ -80,7 +80,7 @@ class CursorStore:
     @property
     def current(self) -> bool:
         """Still this node's leadership of the partition, at the epoch it was loaded in."""
-        return self.replica.leads_at(self.leader_epoch)
+        return self.replica.state.leads_at(self.leader_epoch)
 
     def get(self, key: bytes) -> CursorValue | None:
         """The cursor stored under ``key`` (None: never set, deleted or unreadable)."""
@@ -170,7 +170,7 @@ async def open_cursor_store(
     replica: PartitionReplica, config: CursorsConfig, read_bytes: int
 ) -> CursorStore:
     """Read the log of a partition this node now leads, once its HW covers the log end."""
-    epoch = replica.leader_epoch
+    epoch = replica.state.leader_epoch
     end = await await_log_committed(replica, config.load_timeout_s)
     loop = asyncio.get_running_loop()
     entries = await loop.run_in_executor(None, load_cursors, replica.log, end, read_bytes)

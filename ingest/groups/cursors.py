@@ -146,7 +146,7 @@ class CursorService:
             replica = self._node.replicas.replica(CURSORS_STREAM, partition)
         except (NotLeaderError, StreamNotFoundError):
             return None
-        return replica if replica.is_leader else None
+        return replica if replica.state.is_leader else None
 
     async def _stream_record(self, stream: str) -> StreamRecord:
         """The stream as this node's last reconcile saw it (its ZooKeeper watch keeps that

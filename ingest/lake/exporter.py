@@ -29,6 +29,7 @@ from ingest.clock import SYSTEM_CLOCK, Clock
 from ingest.lake.cadence import ExportCadence
 from ingest.lake.identity import LakeIdentity
 from ingest.metrics import NodeMetrics
+from ingest.replication.partition_state import Partition
 from spark_log.config import LakeConfig
 from spark_log.crypto import ValueCipher
 from spark_log.errors import (
@@ -69,12 +70,14 @@ async def in_lake_thread(fn: Callable[..., T], *args: Any) -> T:
 
 @runtime_checkable
 class ExportSource(Protocol):
-    """What an exporter needs from its replica."""
+    """What an exporter needs from its replica: the log it reads, and the partition state
+    each commit checks the leadership against (``Partition.leads_at``)."""
 
     @property
     def open_log(self) -> PartitionLog | None: ...
 
-    def leads_at(self, leader_epoch: int) -> bool: ...
+    @property
+    def state(self) -> Partition: ...
 
 
 @dataclass(frozen=True)
@@ -409,7 +412,7 @@ class PartitionExporter:
 
     def _still_allowed(self) -> bool:
         """Asked right before a commit: still this leadership, not fenced, not stopped."""
-        return not self._stopping and self._source.leads_at(self._target.leader_epoch)
+        return not self._stopping and self._source.state.leads_at(self._target.leader_epoch)
 
     def _commit_metadata(self, start: int, end: int) -> dict[str, Any]:
         return {

@@ -9,7 +9,7 @@ writer or the flusher, never one task per ack.
 
 Everything this path cannot decide alone (the HW, going offline, telling followers and the
 exporter that data arrived, idle-time maintenance) goes through ``WriteHooks``, which the
-replica implements.
+replica implements; the resume of an idle-paused partition is handed in as a callable.
 """
 
 from __future__ import annotations
@@ -62,17 +62,11 @@ class WriteHooks(Protocol):
         """A cycle's records ``[start, end)`` are appended (the exporter tracks them)."""
         ...
 
-    def on_flushed(self, now_ms: int) -> None: ...
+    def on_flushed(self, now_ms: int) -> None:
+        """The flusher's fsync made the appended records durable: the HW may advance."""
+        ...
 
     async def run_maintenance(self) -> None: ...
-
-    async def resume_idle(self) -> None:
-        """Resume a partition paused for idleness; StreamPausedError if it cannot be."""
-        ...
-
-    def recorded_by_another_stream(self, subject: str) -> bool:
-        """Whether an active stream other than this one records ``subject``."""
-        ...
 
 
 class LeaderWritePath:
@@ -90,7 +84,10 @@ class LeaderWritePath:
         clock: Clock,
         hooks: WriteHooks,
         write_lock: asyncio.Lock,
+        resume_idle: Callable[[], Awaitable[None]],
     ) -> None:
+        """``resume_idle`` resumes a partition paused for idleness (StreamPausedError if it
+        cannot be)."""
         self._spec = spec
         self._partition = partition
         self._limits = ingest
@@ -107,6 +104,10 @@ class LeaderWritePath:
         self._clock = clock
         self._hooks = hooks
         self._write_lock = write_lock
+        self._resume_idle = resume_idle
+        self.recorded_elsewhere: Callable[[str], bool] | None = None
+        """Whether an active stream other than this one records a subject (set by the
+        replica manager, which knows every stream; None: this stream alone)."""
         self._queue: list[ProduceRequest] = []
         self._wakeup = asyncio.Event()
         self._space = asyncio.Event()
@@ -206,7 +207,7 @@ class LeaderWritePath:
         nobody to tell, a counted drop. When an active stream also records the subject, that
         stream's ack is the answer: a publisher takes the first reply, and a refusal racing
         ahead of it would report a stored record as refused."""
-        if not reply or self._hooks.recorded_by_another_stream(subject):
+        if not reply or self._recorded_by_another_stream(subject):
             self._paused_drops.inc()
             return
         self._refuse_reply(reply, StreamPausedError(f"stream {self._spec.name} is paused"))
@@ -214,10 +215,14 @@ class LeaderWritePath:
     def _answer_read_only(self, subject: str, reply: str | None) -> None:
         """A publish to a read-only stream: answered as a paused one (``_answer_paused``),
         with ``stream_readonly``; a drop without a reply is counted apart."""
-        if not reply or self._hooks.recorded_by_another_stream(subject):
+        if not reply or self._recorded_by_another_stream(subject):
             self._readonly_drops.inc()
             return
         self._refuse_reply(reply, self._partition.read_only_error())
+
+    def _recorded_by_another_stream(self, subject: str) -> bool:
+        check = self.recorded_elsewhere
+        return check is not None and check(subject)
 
     def adopt_spec(self, spec: StreamSpec) -> None:
         """An altered spec (max record size, default ack policy) applies from the next
@@ -310,7 +315,7 @@ class LeaderWritePath:
         if not self._partition.idle_paused:
             return None
         try:
-            await self._hooks.resume_idle()
+            await self._resume_idle()
         except StreamPausedError as exc:
             return exc
         return None
@@ -468,5 +473,4 @@ class LeaderWritePath:
             finally:
                 self._flushing = False
             self._hooks.on_flushed(self._clock.now_ms())
-            self._hooks.advance_high_watermark()
             await self.send_acks()

@@ -23,11 +23,11 @@ async def await_log_committed(replica: PartitionReplica, timeout_s: float) -> in
     become committed (or are cut by the leader-epoch rules on the followers, never here) once
     the ISR has them. What it loads into memory must be committed, as Kafka's coordinators
     load only up to the HW (COORDINATOR_LOAD_IN_PROGRESS until then)."""
-    epoch = replica.leader_epoch
+    epoch = replica.state.leader_epoch
     end = replica.log.log_end_offset
     deadline = time.monotonic() + timeout_s
     while replica.log.high_watermark < end:
-        if not replica.leads_at(epoch):
+        if not replica.state.leads_at(epoch):
             raise replica.state.not_leader_error()
         left_ms = int((deadline - time.monotonic()) * 1000)
         if left_ms <= 0:

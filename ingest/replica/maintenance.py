@@ -11,11 +11,14 @@ stalled replica still runs retention, which may be what frees the disk.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from ingest.clock import Clock
+from ingest.produce.dedup import DedupWindow
 from ingest.replica.retention import RetentionRunner
+from ingest.replication.partition_state import Partition
 from spark_log.config import LogConfig
 from spark_log.errors import LiftlogError
 from spark_log.log import PartitionLog
@@ -57,19 +60,9 @@ class MaintainedReplica(Protocol):
     @property
     def open_log(self) -> PartitionLog | None: ...
 
-    @property
-    def offline_reason(self) -> str | None: ...
-
-    @property
-    def storage_stalled(self) -> bool:
-        """Writes refused because the disk is full, until a retry finds space."""
-        ...
-
     async def maintain_isr(self) -> None: ...
 
     def go_offline(self, reason: str, cause: BaseException | None = None) -> None: ...
-
-    def expire_dedup(self, now_ms: int) -> None: ...
 
 
 class MaintenanceRunner:
@@ -78,11 +71,17 @@ class MaintenanceRunner:
     def __init__(
         self,
         replica: MaintainedReplica,
+        partition: Partition,
         config: LogConfig,
         retention: RetentionRunner,
         clock: Clock,
+        *,
+        dedup: Callable[[], DedupWindow],
     ) -> None:
+        """``dedup`` is the leader's deduplication window now (each leadership rebuilds it)."""
         self._replica = replica
+        self._partition = partition
+        self._dedup = dedup
         self._retention = retention
         self._clock = clock
         self.schedule = MaintenanceSchedule(config, clock.now_ms())
@@ -98,8 +97,8 @@ class MaintenanceRunner:
         if log_ is None:
             return
         now = self._clock.now_ms()
-        if self._replica.offline_reason is not None:
-            if self._replica.storage_stalled:
+        if self._partition.offline_reason is not None:
+            if self._partition.storage_stall is not None:
                 await self._free_space(now)
             return
         due = self.schedule.due(now)
@@ -110,7 +109,7 @@ class MaintenanceRunner:
         except (OSError, LiftlogError) as exc:
             self._replica.go_offline(f"log maintenance failed: {exc}", exc)
             return
-        self._replica.expire_dedup(now)
+        self._dedup().expire(now)
 
     async def _flush(self, log_: PartitionLog, now: int) -> bool:
         """The interval fsync; False (offline for good, never a full-disk stall, whatever the

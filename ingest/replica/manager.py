@@ -241,7 +241,7 @@ class ReplicaManager:
         )
         replica.isr_writer = self._isr_writer(key)
         replica.idle.marker = self._idle_marker(key)
-        replica.subject_recorded_elsewhere = functools.partial(self.recorded_elsewhere, key[0])
+        replica.writes.recorded_elsewhere = functools.partial(self.recorded_elsewhere, key[0])
         await replica.open()
         self.replicas[key] = replica
         return replica

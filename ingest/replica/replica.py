@@ -1,12 +1,9 @@
-"""A partition replica hosted by this node: its log, and its role (leader or follower).
+"""A partition replica on this node: the composition root of its parts (Kafka's ``Partition``).
 
-This is the composition Kafka spreads over ``Partition`` and ``ReplicaManager``'s helpers:
-``Partition`` (ingest.replication.partition_state) holds role, leader epoch, ISR and the HW
-rule; the leader's write path (ingest.produce.write_path) records the NATS subject; the read
-path (ingest.replica.read_path) serves committed records; the maintenance runner
-(ingest.replica.maintenance) does idle-time upkeep and retention; the fetch server and the
-fetcher (through the follower path, ingest.replication.follower_path) replicate. Exactly one
-task mutates the log at a time (the write lock): the leader's writer or the follower's fetcher.
+It opens the log, assembles the parts that work on it and hands them out, so a caller asks the
+part that owns a fact (``replica.state.leader_epoch``); its own methods are those that compose
+several parts. One task at a time mutates the log, under the write lock: the leader's writer,
+the follower's fetcher or the storage-stall retry.
 """
 
 from __future__ import annotations
@@ -16,7 +13,7 @@ import logging
 import shutil
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from coordinator.errors import ZkNotSentError, ZkUnavailableError
 from coordinator.znodes import PartitionState
@@ -36,12 +33,11 @@ from ingest.replica.retention import RetentionRunner
 from ingest.replication.fetch_server import FetchServer
 from ingest.replication.fetcher import ReplicaFetcher
 from ingest.replication.follower_path import FollowerPath
-from ingest.replication.follower_state import FollowerTracker
 from ingest.replication.partition_state import ROLE_FOLLOWER, ROLE_LEADER, Partition
 from ingest.replication.storage_stall_retry import StorageStallRetry
 from ingest.replication.tail_cache import TailCache
 from spark_log.api_models import PartitionFlush
-from spark_log.config import NodeConfig
+from spark_log.config import LakeConfig, NodeConfig
 from spark_log.crypto import ValueCipher
 from spark_log.errors import LiftlogError, NotLeaderError, StorageError, StreamPausedError
 from spark_log.lake import configured_table_uri
@@ -61,7 +57,12 @@ IsrWriter = Callable[[PartitionState, int, list[int]], Awaitable[tuple[Partition
 
 
 class PartitionReplica:
-    """One stream partition's replica on this broker: leader, follower or offline."""
+    """One stream partition's replica on this broker: leader, follower or offline.
+
+    Its parts are read-only attributes: ``state`` (role, epochs, ISR), ``writes``, ``reads``,
+    ``subscription``, ``idle``, ``follower_path``, ``maintenance``, ``retention``,
+    ``storage_retry``, ``tail_cache``, and ``exporter`` while it leads with a lake.
+    """
 
     def __init__(
         self,
@@ -86,11 +87,22 @@ class PartitionReplica:
         self.directory = directory
         self.created_at_ms = created_at_ms
         self.config = config
+        self.lake_table_uri: Final = _lake_table_uri(config.lake, spec, created_at_ms)
         self.isr_writer: IsrWriter | None = None
-        # Set by the replica manager, which knows every stream (None: this stream alone).
-        self.subject_recorded_elsewhere: Callable[[str], bool] | None = None
-        self.tail_cache = TailCache()
-        self.state = Partition(
+        self._clock = clock
+        self._metrics = metrics
+        self._lake_identity = lake_identity
+        self._cipher = cipher
+        self._log: PartitionLog | None = None
+        self._isr_retry_at_ms = 0  # an ISR change postponed (ZooKeeper unavailable) until then
+        self._write_lock = asyncio.Lock()  # one log writer: writer, fetcher or storage retry
+        self._leo_event = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._fetcher: ReplicaFetcher | None = None
+        self._fetch_server: FetchServer | None = None
+        self._exporter: PartitionExporter | None = None
+        fsync_always = config.log.fsync == "always"
+        self.state: Final = Partition(
             broker_id=config.broker_id,
             stream=spec.name,
             partition=partition,
@@ -100,57 +112,53 @@ class PartitionReplica:
             replicas=replicas,
             leader_id=leader_id,
         )
-        self._clock = clock
-        self._metrics = metrics
-        self._lake_identity = lake_identity
+        self.tail_cache: Final = TailCache()
         # auto-pause (``auto_pause_ms``): the replica manager sets its ZooKeeper marker
-        self.idle = IdlePause(self.state, clock)
-        self._log: PartitionLog | None = None
-        self._isr_retry_at_ms = 0  # an ISR change postponed (ZooKeeper unavailable) until then
-        self._write_lock = asyncio.Lock()  # one log writer: writer, fetcher or storage retry
-        self._leo_event = asyncio.Event()
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._fetcher: ReplicaFetcher | None = None
-        self._fetch_server: FetchServer | None = None
-        self._exporter: PartitionExporter | None = None
-        self._cipher = cipher
-        self._reads = ReadPath(self.state.name, lambda: self.log, metrics, lambda: self._cipher)
-        self._writes = LeaderWritePath(
+        self.idle: Final = IdlePause(self.state, clock)
+        self.reads: Final = ReadPath(
+            self.state.name, lambda: self.log, metrics, lambda: self._cipher
+        )
+        self.writes: Final = LeaderWritePath(
             spec=spec,
             partition=self.state,
             ingest=config.ingest,
-            fsync_always=config.log.fsync == "always",
+            fsync_always=fsync_always,
             metrics=metrics,
             publish=publish,
             clock=clock,
             hooks=self,
             write_lock=self._write_lock,
+            resume_idle=self.idle.resume,
         )
-        self._writes.cipher = cipher
-        self._subscription = PartitionSubscription(
-            spec, partition, config.ingest, metrics, clock, self._writes.on_message
+        self.writes.cipher = cipher
+        self.subscription: Final = PartitionSubscription(
+            spec, partition, config.ingest, metrics, clock, self.writes.on_message
         )
-        self._retention_runner = self._retention()
-        self._maintenance = MaintenanceRunner(self, config.log, self._retention_runner, clock)
-        self.follower_path = FollowerPath(
-            self.state, lambda: self.log, self._write_lock, config.log.fsync == "always", self
-        )
-        self.storage_retry = StorageStallRetry(self, self.state, self._write_lock, metrics, clock)
-
-    def _retention(self) -> RetentionRunner:
-        return RetentionRunner(
-            spec=self.spec,
-            partition=self.partition,
+        self.retention: Final = RetentionRunner(
+            spec=spec,
+            partition=partition,
             log_=lambda: self.log,
-            lake_enabled=self.config.lake.enabled,
+            lake_enabled=config.lake.enabled,
             table_uri=self.lake_table_uri,
-            lake_offset=lambda: self.lake_offset,
-            lake_identity=self._lake_identity,
-            metrics=self._metrics,
-            storage=lake_storage(self.config.lake),
+            lake_offset=lambda: self._exporter.lake_offset if self._exporter else None,
+            lake_identity=lake_identity,
+            metrics=metrics,
+            storage=lake_storage(config.lake),
         )
-
-    # ----------------------------------------------------------------- the state, read through
+        self.maintenance: Final = MaintenanceRunner(
+            self, self.state, config.log, self.retention, clock, dedup=lambda: self.writes.dedup
+        )
+        self.follower_path: Final = FollowerPath(
+            self.state,
+            lambda: self.log,
+            self._write_lock,
+            fsync_always,
+            self,
+            self.reads.signal_high_watermark,
+        )
+        self.storage_retry: Final = StorageStallRetry(
+            self, self.state, self._write_lock, metrics, clock
+        )
 
     @property
     def cipher(self) -> ValueCipher | None:
@@ -160,86 +168,13 @@ class PartitionReplica:
     @cipher.setter
     def cipher(self, cipher: ValueCipher | None) -> None:
         self._cipher = cipher
-        self._writes.cipher = cipher
+        self.writes.cipher = cipher
 
     @property
-    def role(self) -> str:
-        return self.state.role
-
-    @property
-    def leader_epoch(self) -> int:
-        return self.state.leader_epoch
-
-    @property
-    def leader_id(self) -> int:
-        return self.state.leader_id
-
-    @property
-    def isr(self) -> list[int]:
-        return self.state.isr
-
-    @property
-    def replicas(self) -> tuple[int, ...]:
-        return self.state.replicas
-
-    @property
-    def broker_id(self) -> int:
-        return self.state.broker_id
-
-    @property
-    def stream_name(self) -> str:
-        return self.spec.name
-
-    @property
-    def followers(self) -> FollowerTracker:
-        return self.state.followers
-
-    @property
-    def fenced_reason(self) -> str | None:
-        return self.state.fenced_reason
-
-    @property
-    def offline_reason(self) -> str | None:
-        return self.state.offline_reason
-
-    @property
-    def paused(self) -> bool:
-        return self.state.paused
-
-    @property
-    def is_leader(self) -> bool:
-        return self.state.is_leader
-
-    def leads_at(self, leader_epoch: int) -> bool:
-        return self.state.leads_at(leader_epoch)
-
-    @property
-    def metrics(self) -> NodeMetrics:
-        return self._metrics
-
-    @property
-    def slow_consumer_drops(self) -> int:
-        return self._subscription.slow_consumer_drops
-
-    @property
-    def lake_table_uri(self) -> str | None:
-        """The stream's Delta table, or None when the lake is disabled (and for internal
-        streams, whose records matter to the nodes only)."""
-        if self.spec.internal:
-            return None
-        return configured_table_uri(self.config.lake, self.spec.name, self.created_at_ms)
-
-    @property
-    def lake_offset(self) -> int | None:
-        """The first offset not in the lake, as this leader's exporter knows it (None on a
-        follower, with the lake disabled, or before the exporter has read the table)."""
-        return self._exporter.lake_offset if self._exporter is not None else None
-
-    @property
-    def lake_start_offset(self) -> int | None:
-        """The smallest offset the lake holds for this partition, as this leader's exporter
-        last read it (None as for ``lake_offset``, or while the lake holds nothing)."""
-        return self._exporter.lake_start_offset if self._exporter is not None else None
+    def exporter(self) -> PartitionExporter | None:
+        """The lake exporter of this leadership (None on a follower, or with no lake); it
+        knows the lake offsets (``lake_offset``, ``lake_start_offset``)."""
+        return self._exporter
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -260,8 +195,8 @@ class PartitionReplica:
             None,
             lambda: PartitionLog.open(self.directory, self.config.log, now_ms=self._clock.now_ms),
         )
-        self._update_gauges()
-        self._writes.start(f"{self.spec.name}-{self.partition}")
+        self.on_log_changed()
+        self.writes.start(f"{self.spec.name}-{self.partition}")
 
     async def close(self, *, deleting: bool = False) -> None:
         """Stop ingest, fail waiting requests, flush and close the log (``deleting``: only
@@ -269,18 +204,18 @@ class PartitionReplica:
         disk)."""
         await self.storage_retry.close()
         await self._leave_role()
-        await self._subscription.unsubscribe()
-        await self._writes.stop()
+        await self.subscription.unsubscribe()
+        await self.writes.stop()
         for task in list(self._tasks):
             task.cancel()
-        self._writes.fail_waiting(ReplicaStoppedError(f"{self.state.name} is closing"))
-        await self._writes.send_acks()
+        self.writes.fail_waiting(ReplicaStoppedError(f"{self.state.name} is closing"))
+        await self.writes.send_acks()
         if self._log is not None:
             log_, self._log = self._log, None
             await asyncio.get_running_loop().run_in_executor(
                 None, lambda: log_.close(clean=not deleting)
             )
-        self._reads.signal_high_watermark()
+        self.reads.signal_high_watermark()
 
     async def delete(self) -> None:
         await self.close(deleting=True)
@@ -292,18 +227,7 @@ class PartitionReplica:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    # ----------------------------------------------------------------- subscription
-
-    @property
-    def subscribed(self) -> bool:
-        return self._subscription.active
-
-    def owns_subscription(self, subscription: object) -> bool:
-        return self._subscription.owns(subscription)
-
-    def count_slow_consumer_drop(self) -> bool:
-        """Count a NATS drop; True when it should be logged (at most once a second)."""
-        return self._subscription.count_slow_consumer_drop()
+    # ----------------------------------------------------------------- the stream's spec
 
     def adopt_stream(self, spec: StreamSpec, read_only: bool) -> None:
         """Take the stream's spec and read-only flag as ZooKeeper holds them now (every
@@ -318,8 +242,8 @@ class PartitionReplica:
         log.info("%s: stream spec altered", self.state.name)
         self.spec = spec
         self.state.min_isr = spec.effective_min_isr
-        self._writes.adopt_spec(spec)
-        self._retention_runner.adopt_spec(spec)
+        self.writes.adopt_spec(spec)
+        self.retention.adopt_spec(spec)
 
     async def _sync_subscription(self, nc: Any, paused: bool) -> None:
         """A leader always listens; paused, it answers ``stream_paused`` and stores nothing."""
@@ -327,7 +251,7 @@ class PartitionReplica:
             log.info("%s: %s", self.state.name, "paused" if paused else "resumed")
         self.state.paused = paused
         if not self.spec.internal:  # written by the nodes alone, never from NATS
-            await self._subscription.subscribe(nc)
+            await self.subscription.subscribe(nc)
 
     # ----------------------------------------------------------------- roles
 
@@ -382,12 +306,14 @@ class PartitionReplica:
             self._clock.now_ms(),
             ingest.max_fetch_bytes,
         )
-        self._writes.replace_dedup(window)
-        self._fetch_server = FetchServer(self, nc, cluster)
+        self.writes.replace_dedup(window)
+        self._fetch_server = FetchServer(
+            self, nc, cluster, send_acks=self.writes.send_acks, metrics=self._metrics
+        )
         await self._fetch_server.start()
         await self._sync_subscription(nc, paused)
         self._start_exporter()
-        self._update_gauges()
+        self.on_log_changed()
 
     async def _record_leader_epoch(self, log_: PartitionLog) -> None:
         """Put this leadership's epoch in the epoch cache at the LEO before a follower can ask
@@ -398,10 +324,12 @@ class PartitionReplica:
         try:
             async with self._write_lock:
                 await asyncio.get_running_loop().run_in_executor(
-                    None, log_.assign_leader_epoch, self.leader_epoch
+                    None, log_.assign_leader_epoch, self.state.leader_epoch
                 )
         except LiftlogError as exc:
-            self.go_offline(f"cannot record leader epoch {self.leader_epoch}: {exc.message}", exc)
+            self.go_offline(
+                f"cannot record leader epoch {self.state.leader_epoch}: {exc.message}", exc
+            )
 
     def _start_exporter(self) -> None:
         """Export this leadership's committed records to the lake; everything already in the
@@ -414,7 +342,7 @@ class PartitionReplica:
             self.partition,
             uri,
             self.config.broker_id,
-            self.leader_epoch,
+            self.state.leader_epoch,
             encrypted=self.spec.encryption,
         )
         self._exporter = PartitionExporter(
@@ -432,7 +360,7 @@ class PartitionReplica:
     async def _leave_role(self) -> None:
         """Stop what the old role did; a deposed leader fails everything it had not acked."""
         if self.state.role == ROLE_LEADER:
-            await self._subscription.unsubscribe()
+            await self.subscription.unsubscribe()
             if self._exporter is not None:
                 exporter, self._exporter = self._exporter, None
                 await exporter.stop(self.state.not_leader_error())
@@ -440,8 +368,8 @@ class PartitionReplica:
                 await self._fetch_server.stop()
                 self._fetch_server = None
             async with self._write_lock:  # the writer's cycle in progress completes first
-                self._writes.fail_waiting(self.state.not_leader_error())
-            await self._writes.send_acks()
+                self.writes.fail_waiting(self.state.not_leader_error())
+            await self.writes.send_acks()
         if self._fetcher is not None:
             await self._fetcher.stop()
             self._fetcher = None
@@ -451,7 +379,7 @@ class PartitionReplica:
         """Stop (reason) or resume (None) acknowledging: the ZooKeeper session is in doubt."""
         if self.state.fence(reason) and reason is not None:
             log.warning("%s: fenced, no more acks: %s", self.state.name, reason)
-            self._writes.fail_parked(NotLeaderError(reason))
+            self.writes.fail_parked(NotLeaderError(reason))
 
     # ----------------------------------------------------------------- leader: HW and ISR
 
@@ -470,9 +398,9 @@ class PartitionReplica:
         if target is None:
             return
         log_.set_high_watermark(target)
-        self._writes.release(target)
-        self._reads.signal_high_watermark()
-        self._update_gauges()
+        self.writes.release(target)
+        self.reads.signal_high_watermark()
+        self.on_log_changed()
         if self._exporter is not None:
             self._exporter.committed(target)
 
@@ -518,21 +446,18 @@ class PartitionReplica:
             )
             if self.state.fence_for_isr(f"ISR write failed: {exc.message}", sent_version):
                 log.warning("%s: fenced, no more acks until re-read", self.state.name)
-                self._writes.fail_parked(NotLeaderError(exc.message))
+                self.writes.fail_parked(NotLeaderError(exc.message))
             return
         log.info("%s: ISR %s -> %s", self.state.name, self.state.isr, list(state.isr))
         self.state.apply_isr(state.isr, version)
         self.advance_high_watermark()
 
     async def wait_for_append(self, wait_ms: int) -> None:
+        """Wait until the leader appends (or ``wait_ms``): a follower's long poll at the LEO."""
         try:
             await asyncio.wait_for(self._leo_event.wait(), wait_ms / 1000)
         except TimeoutError:
             return
-
-    async def send_acks(self) -> None:
-        """Publish the acks queued so far (called wherever the HW may have moved)."""
-        await self._writes.send_acks()
 
     # ----------------------------------------------------------------- write-path hooks
 
@@ -547,25 +472,17 @@ class PartitionReplica:
             self._exporter.appended(start, end, size_bytes, self._clock.now_ms())
 
     def on_flushed(self, now_ms: int) -> None:
-        self._maintenance.flushed(now_ms)
+        """The flusher's fsync: no interval fsync is due for a while, and the HW may move."""
+        self.maintenance.flushed(now_ms)
+        self.advance_high_watermark()
 
     async def run_maintenance(self) -> None:
         """Idle-time upkeep, then the auto-pause check; none while paused for idleness
         (nothing is appended then: fsync, checkpoint and retention wait for the resume)."""
         if self.state.idle_paused:
             return
-        await self._maintenance.run_once()
+        await self.maintenance.run_once()
         await self.idle.pause_if_idle(self.spec)
-
-    async def resume_idle(self) -> None:
-        await self.idle.resume()
-
-    def recorded_by_another_stream(self, subject: str) -> bool:
-        check = self.subject_recorded_elsewhere
-        return check is not None and check(subject)
-
-    def expire_dedup(self, now_ms: int) -> None:
-        self._writes.dedup.expire(now_ms)
 
     def go_offline(self, reason: str, cause: BaseException | None = None) -> None:
         """Refuse writes: for good, or, when ``cause`` is a full disk, until the storage retry
@@ -577,45 +494,43 @@ class PartitionReplica:
         (part of a failed cycle may be in the log without being cached)."""
         if cause is not None and self.storage_retry.may_stall(cause):
             self.on_truncated(self.log.log_end_offset)
-            self._writes.fail_waiting(StorageError(reason))
+            self.writes.fail_waiting(StorageError(reason))
             self.storage_retry.stall(reason)
             return
         log.error("%s is offline: %s", self.state.name, reason)
         self.storage_retry.go_offline(reason)
-        self._writes.fail_waiting(StorageError(reason))
-
-    @property
-    def storage_stalled(self) -> bool:
-        """Writes refused because the disk is full, until a retry finds space."""
-        return self.state.storage_stall is not None
+        self.writes.fail_waiting(StorageError(reason))
 
     # ----------------------------------------------------------------- follower-path hooks
 
-    def on_high_watermark(self) -> None:
-        self._reads.signal_high_watermark()
-
     def on_truncated(self, offset: int) -> None:
         self.tail_cache.clear()
-        self._writes.dedup.forget_from(offset)
+        self.writes.dedup.forget_from(offset)
 
     def on_log_changed(self) -> None:
-        self._update_gauges()
+        """The log's HW or LEO may have moved: their gauges follow."""
+        if self._log is None:
+            return
+        labels = (self.spec.name, str(self.partition))
+        self._metrics.high_watermark.labels(*labels).set(self._log.high_watermark)
+        self._metrics.log_end_offset.labels(*labels).set(self._log.log_end_offset)
 
     # ----------------------------------------------------------------- produce, flush, read
 
     async def produce(self, requests: list[ProduceRequest]) -> list[ProduceAck]:
         """Append requests that did not come from NATS (REST publishes); wait for their acks."""
-        if not self.is_leader:
+        if not self.state.is_leader:
             raise NotLeaderError(
                 f"broker {self.config.broker_id} does not lead {self.state.name}"
-                f" (leader: {self.leader_id})"
+                f" (leader: {self.state.leader_id})"
             )
         if self.state.paused:
             raise StreamPausedError(f"stream {self.spec.name} is paused")
         if self.state.read_only:
             raise self.state.read_only_error()
-        self._raise_if_offline()
-        return await self._writes.produce(requests)
+        if (offline := self.state.offline_error()) is not None:
+            raise offline
+        return await self.writes.produce(requests)
 
     async def roll_segment(self) -> None:
         """Seal the active segment now (a ``__cursors`` snapshot starts a fresh one, so that
@@ -626,9 +541,10 @@ class PartitionReplica:
     async def seal_and_export(self) -> PartitionFlush:
         """``liftlog stream flush`` on the leader: roll the active segment, fsync, checkpoint
         the HW, then export everything committed now and return once the lake holds it."""
-        if not self.is_leader:
+        if not self.state.is_leader:
             raise self.state.not_leader_error()
-        self._raise_if_offline()
+        if (offline := self.state.offline_error()) is not None:
+            raise offline
         async with self._write_lock:
             await asyncio.get_running_loop().run_in_executor(None, _seal, self.log)
         self.advance_high_watermark()
@@ -650,24 +566,17 @@ class PartitionReplica:
         self.idle.resume_soon()
         self.idle.clock.fetch_started(self._clock.now_ms())
         try:
-            return await self._reads.fetch(offset, max_records, max_bytes, wait_ms, arrow=arrow)
+            return await self.reads.fetch(offset, max_records, max_bytes, wait_ms, arrow=arrow)
         finally:
             self.idle.clock.fetch_ended(self._clock.now_ms())
 
-    async def offset_for_timestamp(self, timestamp_ms: int) -> int:
-        return await self._reads.offset_for_timestamp(timestamp_ms)
 
-    def _raise_if_offline(self) -> None:
-        error = self.state.offline_error()
-        if error is not None:
-            raise error
-
-    def _update_gauges(self) -> None:
-        if self._log is None:
-            return
-        labels = (self.spec.name, str(self.partition))
-        self._metrics.high_watermark.labels(*labels).set(self._log.high_watermark)
-        self._metrics.log_end_offset.labels(*labels).set(self._log.log_end_offset)
+def _lake_table_uri(lake: LakeConfig, spec: StreamSpec, created_at_ms: int) -> str | None:
+    """The stream's Delta table, or None when the lake is disabled (and for internal
+    streams, whose records matter to the nodes only)."""
+    if spec.internal:
+        return None
+    return configured_table_uri(lake, spec.name, created_at_ms)
 
 
 def _seal(log_: PartitionLog) -> None:

@@ -70,7 +70,7 @@ class TieredReads:
 
     async def offset_for_timestamp(self, timestamp_ms: int) -> int:
         """The first offset at or after ``timestamp_ms`` in either tier, capped by the HW."""
-        found = await self._replica.offset_for_timestamp(timestamp_ms)
+        found = await self._replica.reads.offset_for_timestamp(timestamp_ms)
         log_start = self.log.log_start_offset
         if found > log_start or log_start == 0:
             return found

@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
 
 import nats.errors
 
 from ingest.metrics import NodeMetrics
-from ingest.replication.replica_identity import ReplicaIdentity
+from ingest.replication.partition_state import Partition
 from ingest.replication.tail_cache import TailCache
 from spark_log.errors import InvalidRequestError, LiftlogError
 from spark_log.fetch_wire import (
@@ -42,14 +43,11 @@ FETCH_RESPONSE_OVERHEAD_BYTES = 4096
 
 
 @runtime_checkable
-class LeaderReplica(ReplicaIdentity, Protocol):
+class LeaderReplica(Protocol):
     """What a fetch server needs from the leader replica it serves."""
 
     @property
-    def is_leader(self) -> bool: ...
-
-    @property
-    def replicas(self) -> tuple[int, ...]: ...
+    def state(self) -> Partition: ...
 
     @property
     def log(self) -> PartitionLog: ...
@@ -60,14 +58,9 @@ class LeaderReplica(ReplicaIdentity, Protocol):
     @property
     def tail_cache(self) -> TailCache: ...
 
-    @property
-    def metrics(self) -> NodeMetrics: ...
-
     def track_task(self, task: asyncio.Task[Any]) -> None: ...
 
     def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> None: ...
-
-    async def send_acks(self) -> None: ...
 
     async def wait_for_append(self, wait_ms: int) -> None: ...
 
@@ -75,17 +68,28 @@ class LeaderReplica(ReplicaIdentity, Protocol):
 class FetchServer:
     """Subscribes the leader's fetch and epoch subjects for one partition."""
 
-    def __init__(self, replica: LeaderReplica, nc: Any, cluster: str) -> None:
+    def __init__(
+        self,
+        replica: LeaderReplica,
+        nc: Any,
+        cluster: str,
+        *,
+        send_acks: Callable[[], Awaitable[None]],
+        metrics: NodeMetrics,
+    ) -> None:
+        """``send_acks`` publishes the acks a fetch released (it may move the HW)."""
         self._replica = replica
+        self._state = replica.state
+        self._send_acks = send_acks
+        self._in_flight = metrics.replica_fetches_in_flight
         self._nc = nc
         self._cluster = cluster
         self._subs: list[Any] = []
         self._max_bytes = max(1024, int(nc.max_payload) - FETCH_RESPONSE_OVERHEAD_BYTES)
 
     async def start(self) -> None:
-        r = self._replica
-        me = r.broker_id
-        name, p = r.stream_name, r.partition
+        me = self._state.broker_id
+        name, p = self._state.stream, self._state.partition
         self._subs = [
             await self._nc.subscribe(fetch_subject(self._cluster, name, p, me), cb=self._on_fetch),
             await self._nc.subscribe(epoch_subject(self._cluster, name, p, me), cb=self._on_epoch),
@@ -103,12 +107,11 @@ class FetchServer:
         self._replica.track_task(task)
 
     async def _answer_counted(self, msg: Any) -> None:
-        gauge = self._replica.metrics.replica_fetches_in_flight
-        gauge.inc()
+        self._in_flight.inc()
         try:
             await self._answer_fetch(msg)
         finally:
-            gauge.dec()
+            self._in_flight.dec()
 
     async def _answer_fetch(self, msg: Any) -> None:
         r = self._replica
@@ -134,7 +137,7 @@ class FetchServer:
             return
         r.record_follower_fetch(req.replica_id, req.fetch_offset)
         if req.fetch_offset == log_.log_end_offset and req.wait_ms > 0:
-            await r.send_acks()  # a fetch that moved the HW completes acks=all requests now
+            await self._send_acks()  # a fetch that moved the HW completes acks=all requests now
             await r.wait_for_append(min(req.wait_ms, MAX_FOLLOWER_WAIT_MS))
             data = await self._read(req)
             await self._respond(msg, self._meta(), data)
@@ -142,7 +145,7 @@ class FetchServer:
             # the follower's next round first, then the acks this fetch released
             data = await self._read(req)
             await self._respond(msg, self._meta(), data)
-            await r.send_acks()
+            await self._send_acks()
 
     async def _read(self, req: FetchRequest) -> bytes:
         log_ = self._replica.open_log
@@ -165,22 +168,21 @@ class FetchServer:
         return data
 
     def _refusal(self, replica_id: int, leader_epoch: int) -> tuple[str, str] | None:
-        r = self._replica
-        if not r.is_leader:
-            return NOT_LEADER, f"broker {r.broker_id} no longer leads"
-        if replica_id not in r.replicas or replica_id == r.broker_id:
+        state = self._state
+        if not state.is_leader:
+            return NOT_LEADER, f"broker {state.broker_id} no longer leads"
+        if replica_id not in state.replicas or replica_id == state.broker_id:
             return UNKNOWN_REPLICA, f"broker {replica_id} is not a follower of this partition"
-        if leader_epoch < r.leader_epoch:
-            return FENCED_LEADER_EPOCH, f"epoch {leader_epoch} < leader epoch {r.leader_epoch}"
-        if leader_epoch > r.leader_epoch:
-            return UNKNOWN_LEADER_EPOCH, f"epoch {leader_epoch} > leader epoch {r.leader_epoch}"
+        if leader_epoch < state.leader_epoch:
+            return FENCED_LEADER_EPOCH, f"epoch {leader_epoch} < leader epoch {state.leader_epoch}"
+        if leader_epoch > state.leader_epoch:
+            return UNKNOWN_LEADER_EPOCH, f"epoch {leader_epoch} > leader epoch {state.leader_epoch}"
         return None
 
     def _meta(self, error: str | None = None, message: str | None = None) -> FetchMeta:
-        r = self._replica
-        log_ = r.open_log
+        log_ = self._replica.open_log
         return FetchMeta(
-            leader_epoch=r.leader_epoch,
+            leader_epoch=self._state.leader_epoch,
             high_watermark=log_.high_watermark if log_ else 0,
             log_start_offset=log_.log_start_offset if log_ else 0,
             log_end_offset=log_.log_end_offset if log_ else 0,

@@ -17,7 +17,6 @@ from typing import Any, Protocol, runtime_checkable
 
 import nats.errors
 
-from ingest.replication.replica_identity import ReplicaIdentity
 from ingest.replication.throttle import ReplicationThrottle
 from spark_log.errors import InvalidRequestError, LiftlogError
 from spark_log.fetch_wire import (
@@ -60,8 +59,20 @@ def fetch_timeout_s(wait_ms: int = FETCH_WAIT_MS) -> float:
 
 
 @runtime_checkable
-class FollowerReplica(ReplicaIdentity, Protocol):
+class FollowerReplica(Protocol):
     """What a fetcher needs from the follower replica it feeds."""
+
+    @property
+    def broker_id(self) -> int: ...
+
+    @property
+    def stream_name(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def leader_epoch(self) -> int: ...
 
     @property
     def leader_id(self) -> int: ...

@@ -3,8 +3,8 @@ divergent tails truncated (KIP-101/279).
 
 It is what ``ReplicaFetcher`` drives (``ingest.replication.fetcher.FollowerReplica``). It shares the
 replica's write lock with the leader's writer, so a role change never interleaves two writers;
-what the rest of the replica must learn (the HW moved, the log was cut, it failed) goes back
-through ``FollowerHooks``.
+what the rest of the replica must learn (the log was cut or changed, it failed) goes back
+through ``FollowerHooks``, and a HW move wakes the replica's waiting reads.
 """
 
 from __future__ import annotations
@@ -25,8 +25,6 @@ from spark_log.stream_spec import is_internal_stream
 @runtime_checkable
 class FollowerHooks(Protocol):
     """What the follower path tells its replica."""
-
-    def on_high_watermark(self) -> None: ...
 
     def on_truncated(self, offset: int) -> None: ...
 
@@ -60,12 +58,15 @@ class FollowerPath:
         write_lock: asyncio.Lock,
         fsync_always: bool,
         hooks: FollowerHooks,
+        on_high_watermark: Callable[[], None],
     ) -> None:
+        """``on_high_watermark`` is told each time the HW moves (reads waiting on it wake)."""
         self._partition = partition
         self._log = log_
         self._write_lock = write_lock
         self._fsync_always = fsync_always
         self._hooks = hooks
+        self._on_high_watermark = on_high_watermark
         # Set by the replica manager while a pending reassignment adds this replica.
         self.reassignment_throttle: ReplicationThrottle | None = None
         self._last_leader_report: LeaderReport | None = None
@@ -150,7 +151,7 @@ class FollowerPath:
         hw = min(leader_hw, log_.log_end_offset)
         if hw > log_.high_watermark:
             log_.set_high_watermark(hw)
-            self._hooks.on_high_watermark()
+            self._on_high_watermark()
 
     async def follow_log_start(self, leader_log_start: int) -> None:
         """Drop the whole segments below the leader's log start, for internal streams: a

@@ -156,13 +156,15 @@ class _Log:
 
 
 class _Hooks:
-    def on_high_watermark(self) -> None: ...
-
     def on_truncated(self, offset: int) -> None: ...
 
     def on_log_changed(self) -> None: ...
 
     def go_offline(self, reason: str, cause: BaseException | None = None) -> None: ...
+
+
+def _no_reads() -> None:
+    """No read waits on this follower's HW."""
 
 
 def _follower(leader: int = 1, epoch: int = 6) -> tuple[FollowerPath, Partition]:
@@ -177,7 +179,7 @@ def _follower(leader: int = 1, epoch: int = 6) -> tuple[FollowerPath, Partition]
     )
     log_ = _Log(25)
     fake_log = cast(PartitionLog, log_)  # only what the follower path touches
-    path = FollowerPath(partition, lambda: fake_log, asyncio.Lock(), False, _Hooks())
+    path = FollowerPath(partition, lambda: fake_log, asyncio.Lock(), False, _Hooks(), _no_reads)
     return path, partition
 
 

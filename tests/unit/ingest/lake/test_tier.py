@@ -167,6 +167,7 @@ class OvertakenReplica:
         self.partition = 0
         self.config = SimpleNamespace(lake=LakeConfig(uri=str(Path(uri).parent)))
         self.cipher = None
+        self.reads = LogStartReads(self.log)
         self.local_reads = 0
 
     async def fetch(self, offset: int, *_args: object, **_kwargs: object) -> FetchResult:
@@ -174,8 +175,15 @@ class OvertakenReplica:
         self.log.log_start_offset = 30
         raise OffsetOutOfRangeError(f"offset {offset} is below the log start")
 
+
+class LogStartReads:
+    """A read path whose time search always finds the log's first record."""
+
+    def __init__(self, log: SimpleNamespace) -> None:
+        self._log = log
+
     async def offset_for_timestamp(self, timestamp_ms: int) -> int:
-        return self.log.log_start_offset
+        return self._log.log_start_offset
 
 
 async def test_a_local_read_overtaken_by_retention_is_served_from_the_lake(part):

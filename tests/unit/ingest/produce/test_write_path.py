@@ -48,7 +48,6 @@ class Hooks:
         self.path: LeaderWritePath | None = None
         self.appended: list[int] = []
         self.offline: str | None = None
-        self.subjects_elsewhere: set[str] = set()
         self.during_append: Callable[[], None] | None = None
         """Runs where followers are told of an append: before the writer routes its acks."""
         self.hold_hw = False
@@ -74,13 +73,14 @@ class Hooks:
         pass
 
     def on_flushed(self, now_ms: int) -> None:
-        pass
+        self.advance_high_watermark()
 
     async def run_maintenance(self) -> None:
         pass
 
-    def recorded_by_another_stream(self, subject: str) -> bool:
-        return subject in self.subjects_elsewhere
+
+async def _never_idle_paused() -> None:
+    raise AssertionError("the rig's partition is never paused for idleness")
 
 
 @dataclass
@@ -119,6 +119,7 @@ async def rig(tmp_path: Path, clock: ManualClock) -> AsyncIterator[Rig]:
         clock=clock,
         hooks=hooks,
         write_lock=asyncio.Lock(),
+        resume_idle=_never_idle_paused,
     )
     hooks.path = path
     path.start("orders-0")
@@ -237,10 +238,9 @@ async def test_a_paused_leader_stays_silent_where_an_active_stream_records_the_s
     """The active stream's ack must be the only reply the publisher sees: a refusal racing
     ahead of it would report a stored record as refused."""
     rig.partition.paused = True
-    hooks = rig.path._hooks  # the rig's Hooks
-    hooks.subjects_elsewhere.add("orders.in")
+    rig.path.recorded_elsewhere = {"orders.in"}.__contains__
     await rig.path.on_message(Msg("orders.in", "r1", b"v"))
-    hooks.subjects_elsewhere.clear()
+    rig.path.recorded_elsewhere = None
     await rig.path.on_message(Msg("orders.in", "r2", b"v"))
     await eventually(lambda: len(rig.sent) == 1, what="one error ack")
     assert rig.acks("r1") == []

@@ -71,7 +71,7 @@ async def test_zookeeper_unavailable_postpones_the_shrink_without_fencing(tmp_pa
     try:
         await replica.maintain_isr()
         assert writer.attempts == 1
-        assert replica.is_leader and replica.fenced_reason is None
+        assert replica.state.is_leader and replica.state.fenced_reason is None
         assert replica.state.isr == [1, 2], "the follower stays in the ISR and holds the HW"
 
         await replica.maintain_isr()  # within the retry delay: not tried again
@@ -79,7 +79,7 @@ async def test_zookeeper_unavailable_postpones_the_shrink_without_fencing(tmp_pa
         clock.wall_ms += ISR_RETRY_MS
         await replica.maintain_isr()
         assert writer.attempts == 2
-        assert replica.is_leader
+        assert replica.state.is_leader
     finally:
         await replica.close()
 
@@ -90,9 +90,9 @@ async def test_a_lost_conditional_isr_write_still_fences(tmp_path, clock):
     await replica.open()
     try:
         await replica.maintain_isr()
-        assert not replica.is_leader
-        assert replica.fenced_reason is not None
-        assert "ISR write failed" in replica.fenced_reason
+        assert not replica.state.is_leader
+        assert replica.state.fenced_reason is not None
+        assert "ISR write failed" in replica.state.fenced_reason
     finally:
         await replica.close()
 

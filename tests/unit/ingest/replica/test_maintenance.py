@@ -15,6 +15,7 @@ import pytest
 from ingest.metrics import NodeMetrics
 from ingest.replica.maintenance import DueWork, MaintenanceRunner, MaintenanceSchedule
 from ingest.replica.retention import RetentionRunner
+from ingest.replication.partition_state import Partition
 from spark_log.config import LogConfig
 from spark_log.errors import StorageError
 from spark_log.log import PartitionLog, build_record_batch, encode_batch
@@ -73,24 +74,46 @@ class RecordingLog:
         self.calls.append("checkpoint")
 
 
+class RecordingDedup:
+    """Stands in for the leader's ``DedupWindow``: records when it was expired."""
+
+    def __init__(self) -> None:
+        self.expired_at: list[int] = []
+
+    def expire(self, now_ms: int) -> None:
+        self.expired_at.append(now_ms)
+
+
 class RecordingReplica:
     def __init__(self, log: RecordingLog) -> None:
         self.open_log = log
-        self.offline_reason: str | None = None
+        self.state = Partition(
+            broker_id=1, stream="s", partition=0, min_isr=1, leader_epoch=0, isr=[1]
+        )
         self.offline_cause: BaseException | None = None
-        self.storage_stalled = False
         self.isr_checks = 0
-        self.expired_at: list[int] = []
+        self.dedup = RecordingDedup()
+        self.expired_at = self.dedup.expired_at
 
     async def maintain_isr(self) -> None:
         self.isr_checks += 1
 
     def go_offline(self, reason: str, cause: BaseException | None = None) -> None:
-        self.offline_reason = reason
+        self.state.go_offline(reason)
         self.offline_cause = cause
 
-    def expire_dedup(self, now_ms: int) -> None:
-        self.expired_at.append(now_ms)
+
+def _runner(
+    replica: RecordingReplica, clock: ManualClock, retention: object | None = None
+) -> MaintenanceRunner:
+    return MaintenanceRunner(
+        replica,
+        replica.state,
+        CONFIG,
+        retention or _no_retention(),  # type: ignore[arg-type]
+        clock,
+        dedup=lambda: replica.dedup,  # type: ignore[arg-type,return-value]
+    )
 
 
 def _no_retention() -> RetentionRunner:
@@ -114,7 +137,7 @@ def _unreachable_log() -> PartitionLog:
 async def test_runner_runs_due_steps_then_checks_isr_and_expires_dedup(clock: ManualClock):
     log = RecordingLog()
     replica = RecordingReplica(log)
-    runner = MaintenanceRunner(replica, CONFIG, _no_retention(), clock)  # type: ignore[arg-type]
+    runner = _runner(replica, clock)
     await runner.run_once()
     assert log.calls == [] and replica.isr_checks == 1
     clock.advance(1_000)
@@ -131,10 +154,10 @@ async def test_a_failing_fsync_takes_the_replica_offline_and_never_as_a_full_dis
     clock: ManualClock,
 ):
     replica = RecordingReplica(RecordingLog(fail=True))
-    runner = MaintenanceRunner(replica, CONFIG, _no_retention(), clock)  # type: ignore[arg-type]
+    runner = _runner(replica, clock)
     clock.advance(100)
     await runner.run_once()
-    assert replica.offline_reason == "log fsync failed: disk gone"
+    assert replica.state.offline_reason == "log fsync failed: disk gone"
     assert replica.offline_cause is None, "an fsync failure must never be offered as a stall"
     assert replica.expired_at == []
     await runner.run_once()  # offline: nothing more runs
@@ -144,10 +167,10 @@ async def test_a_failing_fsync_takes_the_replica_offline_and_never_as_a_full_dis
 async def test_a_full_disk_at_a_checkpoint_is_offered_as_the_cause(clock: ManualClock):
     no_space = _no_space()
     replica = RecordingReplica(RecordingLog(checkpoint_error=no_space))
-    runner = MaintenanceRunner(replica, CONFIG, _no_retention(), clock)  # type: ignore[arg-type]
+    runner = _runner(replica, clock)
     clock.advance(1_000)
     await runner.run_once()
-    assert replica.offline_reason == "log maintenance failed: disk full"
+    assert replica.state.offline_reason == "log maintenance failed: disk full"
     assert replica.offline_cause is no_space
 
 
@@ -165,9 +188,9 @@ class CountingRetention:
 async def test_a_replica_stalled_by_a_full_disk_still_runs_retention_only(clock: ManualClock):
     log = RecordingLog()
     replica = RecordingReplica(log)
-    replica.offline_reason, replica.storage_stalled = "disk full", True
+    replica.state.stall_for_space("disk full", clock.now_ms())
     retention = CountingRetention()
-    runner = MaintenanceRunner(replica, CONFIG, retention, clock)  # type: ignore[arg-type]
+    runner = _runner(replica, clock, retention)
     clock.advance(4_999)
     await runner.run_once()
     assert retention.rounds == 0, "not due yet"
@@ -176,7 +199,7 @@ async def test_a_replica_stalled_by_a_full_disk_still_runs_retention_only(clock:
     await runner.run_once()
     assert retention.rounds == 1, "once per retention interval, as when serving"
     assert (log.calls, replica.isr_checks, replica.expired_at) == ([], 0, [])
-    replica.storage_stalled = False  # offline for good: not even retention
+    replica.state.go_offline("disk full")  # offline for good: not even retention
     clock.advance(5_000)
     await runner.run_once()
     assert retention.rounds == 1

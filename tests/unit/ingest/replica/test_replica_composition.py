@@ -1,5 +1,6 @@
-"""``PartitionReplica`` is a composition: it satisfies each collaborator's narrow Protocol and
-opens, refuses and closes without NATS (roles need NATS and are covered by integration tests).
+"""``PartitionReplica`` is a composition root: it satisfies each collaborator's narrow Protocol
+and opens, refuses and closes without NATS (roles need NATS and are covered by integration
+tests).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ingest.replica.replica import PartitionReplica
 from ingest.replication.fetch_server import LeaderReplica
 from ingest.replication.fetcher import FollowerReplica
 from ingest.replication.follower_path import FollowerHooks
+from ingest.replication.storage_stall_retry import StalledReplica
 from spark_log.config import NodeConfig
 from spark_log.errors import NotLeaderError
 from spark_log.stream_spec import StreamSpec
@@ -47,7 +49,8 @@ async def test_the_replica_satisfies_every_collaborators_protocol(tmp_path, cloc
     replica = _replica(tmp_path, clock)
     await replica.open()  # the protocols read ``log``, which exists only while open
     try:
-        for protocol in (LeaderReplica, ExportSource, WriteHooks, MaintainedReplica):
+        protocols = (LeaderReplica, ExportSource, WriteHooks, MaintainedReplica, StalledReplica)
+        for protocol in protocols:
             assert isinstance(replica, protocol), protocol.__name__
         assert isinstance(replica.follower_path, FollowerReplica)
         assert isinstance(replica, FollowerHooks)
@@ -59,12 +62,13 @@ async def test_without_a_role_it_refuses_produce_and_serves_an_empty_log(tmp_pat
     replica = _replica(tmp_path, clock)
     await replica.open()
     try:
-        assert (replica.role, replica.is_leader, replica.paused) == ("none", False, False)
+        state = replica.state
+        assert (state.role, state.is_leader, state.paused) == ("none", False, False)
         with pytest.raises(NotLeaderError):
             await replica.produce([local_request("orders.in", "all", value=b"v")])
         result = await replica.fetch(0, 10, 1 << 20, 0)
         assert (result.records, result.high_watermark, result.log_start_offset) == ([], 0, 0)
-        assert await replica.offset_for_timestamp(clock.now_ms()) == 0
+        assert await replica.reads.offset_for_timestamp(clock.now_ms()) == 0
     finally:
         await replica.close()
     assert replica.open_log is None

@@ -177,13 +177,13 @@ async def test_a_cycle_stored_in_part_acks_the_stored_requests_and_refuses_the_r
     assert isinstance(refused, StorageError) and isinstance(refused_too, StorageError)
     assert leader.log.log_end_offset == RECORDS_PER_REQUEST
     assert leader.log.high_watermark == RECORDS_PER_REQUEST, "the stored part is committed"
-    assert leader.storage_stalled and leader.offline_reason is not None
+    assert leader.state.storage_stall is not None and leader.state.offline_reason is not None
     _assert_partition_gauges(metrics, offline=1, stalled=1)
 
     monkeypatch.undo()  # rolls work again, and so do retries: the disk has space
     disk_full.clear()
-    await eventually(lambda: not leader.storage_stalled, what="writes resumed")
-    assert leader.offline_reason is None
+    await eventually(lambda: leader.state.storage_stall is None, what="writes resumed")
+    assert leader.state.offline_reason is None
     _assert_partition_gauges(metrics, offline=0, stalled=0)
 
     again = await _publish(leader, ["a", "b", "c"])
@@ -210,8 +210,8 @@ async def test_a_failed_fsync_is_never_a_stall_even_with_enospc(
     monkeypatch.undo()
 
     assert isinstance(refused, StorageError)
-    assert not syncing_leader.storage_stalled
-    assert (syncing_leader.offline_reason or "").startswith("log fsync failed")
+    assert syncing_leader.state.storage_stall is None
+    assert (syncing_leader.state.offline_reason or "").startswith("log fsync failed")
     _assert_partition_gauges(metrics, offline=1, stalled=0)
     with pytest.raises(FsyncError):
         syncing_leader.log.resume_writes(4096)
@@ -232,15 +232,15 @@ async def test_a_stall_ended_for_good_during_a_retry_is_not_resumed(
 
     monkeypatch.setattr(PartitionLog, "resume_writes", slow_resume)
     leader.follower_path.fail_replication("append failed", _no_space())
-    assert leader.storage_stalled
+    assert leader.state.storage_stall is not None
     await eventually(entered.is_set, what="a retry running")
 
     leader.go_offline("log fsync failed: lost pages")  # the flusher, meanwhile: for good
     release.set()
     await _retry_ended(leader)
 
-    assert leader.offline_reason == "log fsync failed: lost pages"
-    assert not leader.storage_stalled
+    assert leader.state.offline_reason == "log fsync failed: lost pages"
+    assert leader.state.storage_stall is None
     _assert_partition_gauges(metrics, offline=1, stalled=0)
 
 
@@ -254,8 +254,8 @@ async def test_a_retry_that_dies_unexpectedly_is_logged_and_goes_offline_for_goo
     leader.go_offline("log append failed: disk full", _no_space())
     with caplog.at_level(logging.ERROR, logger="liftlog.storage_stall"):
         await _retry_ended(leader)
-    assert not leader.storage_stalled
-    assert leader.offline_reason is not None and "unexpectedly" in leader.offline_reason
+    assert leader.state.storage_stall is None
+    assert leader.state.offline_reason is not None and "unexpectedly" in leader.state.offline_reason
     assert any(r.exc_info is not None for r in caplog.records), "logged with its traceback"
     await leader.close()  # never raises the task's error
 

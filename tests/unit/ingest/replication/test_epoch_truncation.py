@@ -27,7 +27,7 @@ from ingest.replica.replica import PartitionReplica
 from ingest.replication.fetch_server import FetchServer
 from ingest.replication.fetcher import ReplicaFetcher
 from ingest.replication.follower_path import FollowerPath
-from ingest.replication.partition_state import Partition
+from ingest.replication.partition_state import ROLE_LEADER, Partition
 from ingest.replication.tail_cache import TailCache
 from spark_log.config import LogConfig, NodeConfig
 from spark_log.log import PartitionLog, build_record_batch, encode_batch, iter_batches
@@ -100,21 +100,23 @@ class LeaderSide:
     def __init__(self, log: PartitionLog, leader_epoch: int) -> None:
         self.log = log
         self.open_log: PartitionLog | None = log
-        self.leader_epoch = leader_epoch
-        self.broker_id, self.stream_name, self.partition = LEADER, STREAM, PARTITION
-        self.is_leader = True
-        self.replicas = (LEADER, FOLLOWER)
+        self.state = Partition(
+            broker_id=LEADER,
+            stream=STREAM,
+            partition=PARTITION,
+            min_isr=1,
+            leader_epoch=leader_epoch,
+            isr=[LEADER, FOLLOWER],
+            replicas=(LEADER, FOLLOWER),
+        )
+        self.state.role = ROLE_LEADER
         self.tail_cache = TailCache()
-        self.metrics = NodeMetrics()
         self.tasks: list[asyncio.Task[Any]] = []
 
     def track_task(self, task: asyncio.Task[Any]) -> None:
         self.tasks.append(task)
 
     def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> None:
-        pass
-
-    async def send_acks(self) -> None:
         pass
 
     async def wait_for_append(self, wait_ms: int) -> None:
@@ -124,9 +126,17 @@ class LeaderSide:
             await wait_for_async(lambda: self.log.log_end_offset > end, wait_ms / 1000)
 
 
+async def _no_acks() -> None:
+    """Nothing is produced here, so no ack waits for a follower's fetch."""
+
+
+def fetch_server(leader_side: LeaderSide, nc: LoopbackNats) -> FetchServer:
+    return FetchServer(leader_side, nc, "c", send_acks=_no_acks, metrics=NodeMetrics())
+
+
 class Hooks:
     def on_high_watermark(self) -> None:
-        pass
+        """Not a hook: the path is handed it to wake the replica's waiting reads."""
 
     def on_truncated(self, offset: int) -> None:
         pass
@@ -183,7 +193,10 @@ def start_fetcher(follower: PartitionLog, leader_epoch: int, nc: LoopbackNats) -
         replicas=(LEADER, FOLLOWER),
         leader_id=LEADER,
     )
-    path = FollowerPath(partition, lambda: follower, asyncio.Lock(), False, Hooks())
+    hooks = Hooks()
+    path = FollowerPath(
+        partition, lambda: follower, asyncio.Lock(), False, hooks, hooks.on_high_watermark
+    )
     fetcher = ReplicaFetcher(path, nc, "c")
     fetcher.start()
     return fetcher
@@ -199,7 +212,7 @@ async def follow(
     server: FetchServer | None = None
     if nc is None:
         nc = LoopbackNats()
-        server = FetchServer(leader_side, nc, "c")
+        server = fetch_server(leader_side, nc)
         await server.start()
     fetcher = start_fetcher(follower, leader_epoch, nc)
     try:
@@ -439,7 +452,7 @@ async def test_a_follower_ahead_of_a_restarted_leader_truncates_again(
     write(leader, 0, 9, 0)
     nc = LoopbackNats()
     leader_side = LeaderSide(leader, 0)
-    server = FetchServer(leader_side, nc, "c")
+    server = fetch_server(leader_side, nc)
     await server.start()
     fetcher = start_fetcher(follower, 0, nc)
     try:

@@ -21,6 +21,7 @@ class Hooks:
         self.events: list[str] = []
 
     def on_high_watermark(self) -> None:
+        """Not a hook: the path is handed it to wake the replica's waiting reads."""
         self.events.append("hw")
 
     def on_truncated(self, offset: int) -> None:
@@ -49,7 +50,14 @@ def _path(log: PartitionLog, hooks: Hooks, lock: asyncio.Lock) -> FollowerPath:
     partition = Partition(
         broker_id=2, stream="s", partition=1, min_isr=1, leader_epoch=3, isr=[1, 2], leader_id=1
     )
-    return FollowerPath(partition, lambda: log, lock, fsync_always=True, hooks=hooks)
+    return FollowerPath(
+        partition,
+        lambda: log,
+        lock,
+        fsync_always=True,
+        hooks=hooks,
+        on_high_watermark=hooks.on_high_watermark,
+    )
 
 
 async def test_append_follow_and_truncate(log: PartitionLog, clock: ManualClock):
