@@ -48,9 +48,11 @@ class ActivityPublisher:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self._watch = await asyncio.to_thread(
-            self._activity.watch, lambda: loop.call_soon_threadsafe(self._wake.set)
-        )
+
+        def wake() -> None:  # called on kazoo's thread: hop onto the loop
+            loop.call_soon_threadsafe(self._wake.set)
+
+        self._watch = await asyncio.to_thread(self._activity.watch, wake)
         self._task = asyncio.create_task(self._run(), name="activity-publisher")
 
     async def stop(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ingest.groups.write_gate import WriteGate
@@ -123,7 +124,7 @@ class CursorStore:
         if self._snapshot_due():
             await self._snapshot()
 
-    async def _append(self, items: list[tuple[bytes, bytes | None]]) -> None:
+    async def _append(self, items: Sequence[tuple[bytes, bytes | None]]) -> None:
         subject = self.replica.spec.subject
         requests = [local_request(subject, "all", key=k, value=v or b"") for k, v in items]
         acks = await self.replica.produce(requests)
