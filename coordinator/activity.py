@@ -14,11 +14,11 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from typing import Any
 
 from coordinator.errors import ZNodeExistsError, ZNodeFormatError, ZNodeNotFoundError
 from coordinator.zk import WatchHandle, ZkSession, ZkTransaction
 from coordinator.znodes import ACTIVITY_PATH, ACTIVITY_QUEUE_PATH
+from spark_log.json_types import JsonObject, JsonValue
 
 EVENT_PREFIX = "e-"
 ACTIVITY_VERSION = 1
@@ -52,12 +52,12 @@ class ActivityLog:
         except ZNodeExistsError:
             self._session.set_json(ACTIVITY_PATH, body, -1)
 
-    def add_to(self, txn: ZkTransaction, op: str, **fields: Any) -> None:
+    def add_to(self, txn: ZkTransaction, op: str, **fields: JsonValue) -> None:
         """Queue ``op`` in ``txn`` when recording is on (a no-op otherwise)."""
         if self.enabled():
             txn.create_sequential_json(_prefix(), _event(op, fields))
 
-    def record(self, op: str, **fields: Any) -> None:
+    def record(self, op: str, **fields: JsonValue) -> None:
         """Queue ``op`` on its own, for an operation that is not a ZooKeeper write (a
         consumer group's membership lives in ``__cursors``)."""
         if self.enabled():
@@ -65,7 +65,7 @@ class ActivityLog:
             txn.create_sequential_json(_prefix(), _event(op, fields))
             txn.commit()
 
-    def pending(self) -> list[tuple[int, dict[str, Any]]]:
+    def pending(self) -> list[tuple[int, JsonObject]]:
         """Every queued event, oldest first, with its id."""
         try:
             names = self._session.children(ACTIVITY_QUEUE_PATH)
@@ -97,10 +97,10 @@ def _prefix() -> str:
     return f"{ACTIVITY_QUEUE_PATH}/{EVENT_PREFIX}"
 
 
-def _event(op: str, fields: dict[str, Any]) -> dict[str, Any]:
+def _event(op: str, fields: JsonObject) -> JsonObject:
     return {"version": ACTIVITY_VERSION, "op": op, "ts_ms": int(time.time() * 1000), **fields}
 
 
-def _check_version(data: dict[str, Any], where: str) -> None:
+def _check_version(data: JsonObject, where: str) -> None:
     if data.get("version") != ACTIVITY_VERSION:
         raise ZNodeFormatError(f"{where}: unknown activity version {data.get('version')!r}")

@@ -17,13 +17,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from coordinator.errors import CoordinatorError, ZNodeFormatError, ZNodeNotFoundError
 from coordinator.zk import WatchHandle, ZkSession
 from coordinator.znodes import ACLS_PATH, AUTH_TOKENS_PATH, SCHEMA_VERSION
 from spark_log.auth import AclEntry, IssuedToken, TokenRecord, new_token
 from spark_log.errors import AclNotFoundError, LiftlogError, TokenNotFoundError
+from spark_log.json_types import JsonMapping, JsonObject
 
 log = logging.getLogger("liftlog.auth")
 
@@ -43,7 +44,7 @@ def acl_path(acl_id: str) -> str:
     return f"{ACLS_PATH}/{acl_id}"
 
 
-def token_json(record: TokenRecord) -> dict[str, Any]:
+def token_json(record: TokenRecord) -> JsonObject:
     return {
         "version": SCHEMA_VERSION,
         "principal": record.principal,
@@ -53,7 +54,7 @@ def token_json(record: TokenRecord) -> dict[str, Any]:
     }
 
 
-def acl_json(entry: AclEntry) -> dict[str, Any]:
+def acl_json(entry: AclEntry) -> JsonObject:
     return {
         "version": SCHEMA_VERSION,
         "principal": entry.principal,
@@ -77,17 +78,17 @@ _ACL_FIELDS: Mapping[str, type] = {
 }
 
 
-def token_from_json(token_id: str, data: Mapping[str, Any]) -> TokenRecord:
+def token_from_json(token_id: str, data: JsonMapping) -> TokenRecord:
     fields = _fields(data, _TOKEN_FIELDS, "token")
     return _built(TokenRecord, token_id, fields, "token")
 
 
-def acl_from_json(acl_id: str, data: Mapping[str, Any]) -> AclEntry:
+def acl_from_json(acl_id: str, data: JsonMapping) -> AclEntry:
     fields = _fields(data, _ACL_FIELDS, "acl")
     return _built(AclEntry, acl_id, fields, "acl")
 
 
-def _fields(data: Any, names: Mapping[str, type], what: str) -> dict[str, Any]:
+def _fields(data: object, names: Mapping[str, type], what: str) -> JsonObject:
     """Exactly ``names`` (each of its type) plus ``version`` (a version this code knows), or
     ZNodeFormatError: anything written by hand into ZooKeeper is checked here, so the
     constructors never see a number where a name belongs (a TypeError would otherwise
@@ -106,7 +107,7 @@ def _fields(data: Any, names: Mapping[str, type], what: str) -> dict[str, Any]:
     return fields
 
 
-def _built(cls: Callable[..., T], item_id: str, fields: dict[str, Any], what: str) -> T:
+def _built(cls: Callable[..., T], item_id: str, fields: JsonObject, what: str) -> T:
     try:
         return cls(item_id, **fields)
     except LiftlogError as exc:
@@ -182,7 +183,7 @@ def _checked_id(item_id: str, error: type[LiftlogError]) -> str:
 def _read_all(
     zk: ZkSession,
     path: str,
-    parse: Callable[[str, Mapping[str, Any]], T],
+    parse: Callable[[str, JsonMapping], T],
     known: Mapping[str, T] | None = None,
     unreadable: list[str] | None = None,
 ) -> dict[str, T]:

@@ -25,22 +25,10 @@ from coordinator.znodes import (
     broker_path,
     shutdown_notice_path,
 )
-from spark_log.config import NodeConfig
 
 # How long to wait for a previous incarnation's registration to expire, in session timeouts:
 # its session needs up to one timeout to expire, plus slack for the server to notice.
 REGISTER_WAIT_SESSION_TIMEOUTS = 2.0
-
-
-def broker_info_for(config: NodeConfig, started_at_ms: int | None = None) -> BrokerInfo:
-    """The registration a node advertises, built from its config."""
-    return BrokerInfo(
-        broker_id=config.broker_id,
-        host=config.advertised_api_host,
-        api_url=config.advertised_api_url,
-        nats_url=config.advertised_nats_url,
-        started_at_ms=started_at_ms if started_at_ms is not None else int(time.time() * 1000),
-    )
 
 
 def register_broker(session: ZkSession, info: BrokerInfo, wait_s: float | None = None) -> None:

@@ -13,13 +13,13 @@ import base64
 import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from coordinator.errors import VersionConflictError, ZNodeFormatError, ZNodeNotFoundError
 from coordinator.zk import ZkSession, ZkTransaction
 from coordinator.znodes import SCHEMA_VERSION, STREAMS_PATH, partition_key_path, partitions_path
 from spark_log.crypto import KeyProvider, ValueCipher, WrappedKey, new_data_key
 from spark_log.errors import KeyUnavailableError
+from spark_log.json_types import JsonMapping, JsonObject
 from spark_log.stream_spec import StreamSpec
 
 REWRAP_MAX_ATTEMPTS = 5
@@ -44,11 +44,11 @@ class PartitionKeyRecord:
             raise ZNodeFormatError(f"partition key: wrapped is not base64: {exc}") from exc
         return WrappedKey(self.key_id, blob)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"version": SCHEMA_VERSION, "key_id": self.key_id, "wrapped": self.wrapped}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> PartitionKeyRecord:
+    def from_json(cls, data: JsonMapping) -> PartitionKeyRecord:
         if not isinstance(data, Mapping):
             raise ZNodeFormatError("partition key: expected a JSON object")
         if data.get("version") != SCHEMA_VERSION:

@@ -34,6 +34,7 @@ import dataclasses
 import enum
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
+from typing import TypedDict, Unpack
 
 from coordinator.znodes import PartitionState
 
@@ -112,5 +113,13 @@ def cancel_step(
     return _bumped(state, replicas=tuple(original), isr=isr)
 
 
-def _bumped(state: PartitionState, **changes: object) -> PartitionState:
-    return dataclasses.replace(state, leader_epoch=state.leader_epoch + 1, **changes)  # type: ignore[arg-type]
+class _StateChanges(TypedDict, total=False):
+    """What a reassignment step changes in a partition's state."""
+
+    leader: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+
+
+def _bumped(state: PartitionState, **changes: Unpack[_StateChanges]) -> PartitionState:
+    return dataclasses.replace(state, leader_epoch=state.leader_epoch + 1, **changes)

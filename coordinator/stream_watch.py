@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from coordinator.errors import CoordinatorError
 from coordinator.zk import WatchHandle, ZkSession
 from coordinator.znodes import STREAMS_PATH, partition_state_path, partitions_path, stream_path
+from spark_log.json_types import JsonObject
 
 Notify = Callable[[], None]
 
@@ -107,7 +107,7 @@ class _OneStreamWatch:
             if self._cancelled:
                 handle.cancel()
 
-    def _changed(self, data: dict[str, Any] | None, _version: int | None) -> bool:
+    def _changed(self, data: JsonObject | None, _version: int | None) -> bool:
         """A znode changed: tell the owner; stop watching a deleted znode."""
         if self._cancelled:
             return False
@@ -136,12 +136,12 @@ class _OneStreamWatch:
 
 
 def _after_first(
-    on_change: Callable[[dict[str, Any] | None, int | None], bool],
-) -> Callable[[dict[str, Any] | None, int | None], bool]:
+    on_change: Callable[[JsonObject | None, int | None], bool],
+) -> Callable[[JsonObject | None, int | None], bool]:
     """Skip the call a new data watch makes at registration: it reports no change."""
     first = True
 
-    def callback(data: dict[str, Any] | None, version: int | None) -> bool:
+    def callback(data: JsonObject | None, version: int | None) -> bool:
         nonlocal first
         if first:
             first = False

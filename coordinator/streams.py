@@ -12,8 +12,7 @@ import builtins
 import dataclasses
 import time
 import zlib
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from coordinator.activity import ActivityLog
 from coordinator.assignment import assign_replicas
@@ -43,10 +42,11 @@ from spark_log.errors import (
     StreamExistsError,
     StreamNotFoundError,
 )
+from spark_log.json_types import JsonMapping, JsonObject
 from spark_log.stream_spec import StreamSpec, altered_spec, validate_stream_name
 
 CREATE_MAX_ATTEMPTS = 3
-Event = tuple[str, dict[str, Any]]
+Event = tuple[str, JsonObject]
 """An activity event: its op and its fields (``coordinator.activity``)."""
 SET_PAUSED_MAX_ATTEMPTS = 5
 
@@ -156,7 +156,7 @@ class StreamStore:
         )
 
     def alter(
-        self, name: str, changes: Mapping[str, Any], key_provider: KeyProvider | None = None
+        self, name: str, changes: JsonMapping, key_provider: KeyProvider | None = None
     ) -> StreamRecord:
         """Change the spec's alterable fields (``spark_log.stream_spec.altered_spec``
         validates them against the spec as stored at the moment of the write), as ``update``

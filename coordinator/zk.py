@@ -30,9 +30,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, TypeAlias
 
-from kazoo.client import KazooClient
+from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import (
     BadVersionError,
     ConnectionClosedError,
@@ -70,12 +70,14 @@ from spark_log.config import (
     DEFAULT_ZK_SESSION_TIMEOUT_S,
     NodeConfig,
 )
+from spark_log.json_types import JsonObject
 from spark_log.tls_config import ZkSecurityConfig
 
 SessionState = Literal["connected", "suspended", "lost"]
 StateListener = Callable[[SessionState], None]
 ChildrenCallback = Callable[[list[str]], bool | None]
-DataCallback = Callable[[dict[str, Any] | None, int | None], bool | None]
+DataCallback = Callable[[JsonObject | None, int | None], bool | None]
+KazooResult: TypeAlias = Any  # kazoo ships no type information: what its calls answer is untyped
 
 DEFAULT_ZK_CONNECT_TIMEOUT_S = 15.0
 # Reads retried on connection loss: a few quick tries, bounded in time by the session timeout.
@@ -231,7 +233,9 @@ class ZkSession:
         else:
             self._connected.clear()
 
-    def _bounded(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def _bounded(
+        self, call: Callable[..., KazooResult], *args: object, **kwargs: object
+    ) -> KazooResult:
         """One request, sent only once connected and bounded in time.
 
         kazoo queues a request made while it is reconnecting and waits for it without limit:
@@ -256,7 +260,7 @@ class ZkSession:
         if not self._connected.wait(self.session_timeout_s):
             raise ZkUnavailableError(f"ZooKeeper unreachable ({path}): not connected")
 
-    def _retried(self, call: Callable[..., Any], *args: Any) -> Any:
+    def _retried(self, call: Callable[..., KazooResult], *args: object) -> KazooResult:
         """``_bounded`` retried on a connection lost mid-request, within the session timeout
         (for reads and idempotent writes, which are safe to send again)."""
         return self._client.retry(self._bounded, call, *args)
@@ -303,7 +307,7 @@ class ZkSession:
         with _converted(full):
             return self._retried(self._client.exists_async, full) is not None
 
-    def get_json(self, path: str) -> tuple[dict[str, Any], int]:
+    def get_json(self, path: str) -> tuple[JsonObject, int]:
         """The znode's JSON object and its version (for a later conditional write)."""
         full = self.absolute(path)
         with _converted(full):
@@ -343,7 +347,7 @@ class ZkSession:
             self._retried(self._client.ensure_path_async, full)
 
     def create_json(
-        self, path: str, data: dict[str, Any], ephemeral: bool = False, makepath: bool = True
+        self, path: str, data: JsonObject, ephemeral: bool = False, makepath: bool = True
     ) -> None:
         """Create a znode holding ``data``; ZNodeExistsError if it is already there.
 
@@ -360,7 +364,7 @@ class ZkSession:
                 makepath=makepath,
             )
 
-    def set_json(self, path: str, data: dict[str, Any], version: int) -> int:
+    def set_json(self, path: str, data: JsonObject, version: int) -> int:
         """Conditional write: succeeds only if the znode is still at ``version``.
 
         Returns the new version; VersionConflictError if someone else wrote in between.
@@ -473,12 +477,12 @@ class ZkSession:
 class ZkTransaction:
     """ZooKeeper's multi-op with JSON values and root-relative paths; all ops or none."""
 
-    def __init__(self, session: ZkSession, request: Any) -> None:
+    def __init__(self, session: ZkSession, request: TransactionRequest) -> None:
         self._session = session
         self._request = request
         self._paths: list[str] = []
 
-    def create_json(self, path: str, data: dict[str, Any], ephemeral: bool = False) -> Self:
+    def create_json(self, path: str, data: JsonObject, ephemeral: bool = False) -> Self:
         return self._add(
             path, lambda full: self._request.create(full, _encode(data), None, ephemeral)
         )
@@ -487,14 +491,14 @@ class ZkTransaction:
         """An empty persistent znode (a directory); parents must exist or be created earlier."""
         return self._add(path, lambda full: self._request.create(full, b""))
 
-    def create_sequential_json(self, prefix: str, data: dict[str, Any]) -> Self:
+    def create_sequential_json(self, prefix: str, data: JsonObject) -> Self:
         """A persistent sequential znode ``<prefix><10 digits>``: ZooKeeper appends the parent's
         next sequence number, which only grows (the parent is never deleted)."""
         return self._add(
             prefix, lambda full: self._request.create(full, _encode(data), None, False, True)
         )
 
-    def set_json(self, path: str, data: dict[str, Any], version: int) -> Self:
+    def set_json(self, path: str, data: JsonObject, version: int) -> Self:
         return self._add(path, lambda full: self._request.set_data(full, _encode(data), version))
 
     def delete(self, path: str, version: int = -1) -> Self:
@@ -558,11 +562,11 @@ def _translate(exc: BaseException, path: str) -> CoordinatorError:
     return CoordinatorError(f"ZooKeeper error on {path}: {type(exc).__name__}: {exc}")
 
 
-def _encode(data: dict[str, Any]) -> bytes:
+def _encode(data: JsonObject) -> bytes:
     return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
 
 
-def _decode(raw: bytes, path: str) -> dict[str, Any]:
+def _decode(raw: bytes, path: str) -> JsonObject:
     try:
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -579,14 +583,14 @@ def _cluster_acl(security: ZkSecurityConfig) -> list[ACL] | None:
     return [make_digest_acl(security.digest_user, security.password(), all=True)]
 
 
-def _auth_options(security: ZkSecurityConfig) -> dict[str, Any]:
+def _auth_options(security: ZkSecurityConfig) -> dict[str, object]:
     """kazoo's ``auth_data``: the digest identity sent at every (re)connect."""
     if not security.acl:
         return {}
     return {"auth_data": [("digest", f"{security.digest_user}:{security.password()}")]}
 
 
-def _tls_options(security: ZkSecurityConfig) -> dict[str, Any]:
+def _tls_options(security: ZkSecurityConfig) -> dict[str, object]:
     """kazoo's TLS options: the server's certificate must chain to ``ca_file`` and name the
     host of the connect string; a client certificate when configured."""
     if not security.tls:

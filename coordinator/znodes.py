@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
 from coordinator.errors import ZNodeFormatError
 from spark_log.errors import LiftlogError
+from spark_log.json_types import JsonMapping, JsonObject
 from spark_log.stream_spec import StreamSpec
-from spark_log.typed_config import from_mapping
+from spark_log.typed_config import DataclassInstance, DataclassT, from_mapping
 
 SCHEMA_VERSION = 1
 NO_LEADER = -1
@@ -45,8 +45,6 @@ ACTIVITY_PATH = f"{V1}/activity"
 """``{"version": 1, "enabled": bool}``: whether admin operations are recorded (opt-in)."""
 ACTIVITY_QUEUE_PATH = f"{V1}/activity_queue"
 """Sequential children ``e-<10 digits>``, one per operation, until ``__activity`` holds them."""
-
-T = TypeVar("T")
 
 
 def broker_path(broker_id: int) -> str:
@@ -92,11 +90,11 @@ class BrokerInfo:
     nats_url: str
     started_at_ms: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return _versioned(self)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BrokerInfo:
+    def from_json(cls, data: JsonMapping) -> BrokerInfo:
         return _from_versioned(cls, data, "broker registration")
 
 
@@ -113,11 +111,11 @@ class LakeRecord:
     claimed_at_ms: int
     file_written: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return _versioned(self)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> LakeRecord:
+    def from_json(cls, data: JsonMapping) -> LakeRecord:
         return _from_versioned(cls, data, "lake record")
 
 
@@ -132,11 +130,11 @@ class ShutdownNotice:
     broker_id: int
     broker_epoch: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return _versioned(self)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ShutdownNotice:
+    def from_json(cls, data: JsonMapping) -> ShutdownNotice:
         return _from_versioned(cls, data, "shutdown notice")
 
 
@@ -168,7 +166,7 @@ class PartitionReassignment:
                     f"{what} replicas {list(brokers)} must be distinct broker ids, non-empty"
                 )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """``cancelling`` is written only once true, so a znode that is not being cancelled
         reads the same as before the field existed (nodes without it still parse it)."""
         data = _versioned(self)
@@ -177,7 +175,7 @@ class PartitionReassignment:
         return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> PartitionReassignment:
+    def from_json(cls, data: JsonMapping) -> PartitionReassignment:
         return _from_versioned(cls, data, "partition reassignment")
 
 
@@ -199,7 +197,7 @@ class StreamRecord:
     def name(self) -> str:
         return self.spec.name
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """``read_only`` is written only once true, so a writable stream's znode reads the
         same as before the field existed (a node without it still parses it)."""
         data = {
@@ -215,7 +213,7 @@ class StreamRecord:
         return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> StreamRecord:
+    def from_json(cls, data: JsonMapping) -> StreamRecord:
         return _from_versioned(cls, data, "stream")
 
 
@@ -259,11 +257,11 @@ class PartitionState:
             controller_epoch=INITIAL_CONTROLLER_EPOCH,
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return _versioned(self)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> PartitionState:
+    def from_json(cls, data: JsonMapping) -> PartitionState:
         return _from_versioned(cls, data, "partition state")
 
 
@@ -277,11 +275,11 @@ class ControllerInfo:
     broker_id: int
     controller_epoch: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return _versioned(self)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ControllerInfo:
+    def from_json(cls, data: JsonMapping) -> ControllerInfo:
         return _from_versioned(cls, data, "controller")
 
 
@@ -295,15 +293,15 @@ class ControllerEpoch:
 
     controller_epoch: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return _versioned(self)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ControllerEpoch:
+    def from_json(cls, data: JsonMapping) -> ControllerEpoch:
         return _from_versioned(cls, data, "controller epoch")
 
 
-def _versioned(obj: Any) -> dict[str, Any]:
+def _versioned(obj: DataclassInstance) -> JsonObject:
     data = dataclasses.asdict(obj)
     for key, value in data.items():
         if isinstance(value, tuple):
@@ -311,7 +309,7 @@ def _versioned(obj: Any) -> dict[str, Any]:
     return {"version": SCHEMA_VERSION, **data}
 
 
-def _from_versioned(cls: type[T], data: Mapping[str, Any], what: str) -> T:
+def _from_versioned(cls: type[DataclassT], data: JsonMapping, what: str) -> DataclassT:
     """Check the schema version, then every field (unknown keys and wrong types refused)."""
     if not isinstance(data, Mapping):
         raise ZNodeFormatError(f"{what}: expected a JSON object, got {type(data).__name__}")

@@ -14,9 +14,14 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
 
-from pyspark.sql.streaming import StreamingQueryListener
+from pyspark.sql.streaming.listener import (
+    QueryIdleEvent,
+    QueryProgressEvent,
+    QueryStartedEvent,
+    QueryTerminatedEvent,
+    StreamingQueryListener,
+)
 
 log = logging.getLogger("liftlog.lag")
 
@@ -24,9 +29,11 @@ Lag = dict[str, dict[int, int]]
 """Records behind per stream and partition."""
 
 
-def records_behind(source: Mapping[str, Any] | Any) -> Lag | None:
+def records_behind(source: object) -> Lag | None:
     """Per stream and partition, committed records not yet processed; None when the source's
-    progress has no liftlog offsets (another source, or no batch yet)."""
+    progress has no liftlog offsets (another source, or no batch yet). ``source`` is one
+    source of a progress: a dict (``lastProgress``), a ``SourceProgress`` or any object with
+    ``latestOffset`` and ``endOffset`` attributes."""
     latest = _offsets(_field(source, "latestOffset"))
     end = _offsets(_field(source, "endOffset"))
     if latest is None or end is None:
@@ -38,7 +45,7 @@ def records_behind(source: Mapping[str, Any] | Any) -> Lag | None:
     return lag
 
 
-def total_records_behind(source: Mapping[str, Any] | Any) -> int | None:
+def total_records_behind(source: object) -> int | None:
     lag = records_behind(source)
     return None if lag is None else sum(sum(parts.values()) for parts in lag.values())
 
@@ -52,10 +59,10 @@ class RecordsBehindListener(StreamingQueryListener):
         self.on_lag = on_lag
         self.latest: dict[str, Lag] = {}
 
-    def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - Spark's name
+    def onQueryStarted(self, event: QueryStartedEvent) -> None:  # noqa: N802 - Spark's name
         """Nothing to do until a batch reports progress."""
 
-    def onQueryProgress(self, event: Any) -> None:  # noqa: N802
+    def onQueryProgress(self, event: QueryProgressEvent) -> None:  # noqa: N802
         progress = event.progress
         for source in progress.sources:
             lag = records_behind(source)
@@ -67,20 +74,20 @@ class RecordsBehindListener(StreamingQueryListener):
             if self.on_lag is not None:
                 self.on_lag(query, lag)
 
-    def onQueryIdle(self, event: Any) -> None:  # noqa: N802
+    def onQueryIdle(self, event: QueryIdleEvent) -> None:  # noqa: N802
         """Idle queries report no new offsets."""
 
-    def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
+    def onQueryTerminated(self, event: QueryTerminatedEvent) -> None:  # noqa: N802
         """The last lag stays readable (an AvailableNow run ends right after its batches)."""
 
 
-def _field(source: Mapping[str, Any] | Any, name: str) -> Any:
+def _field(source: object, name: str) -> object:
     if isinstance(source, Mapping):
         return source.get(name)
     return getattr(source, name, None)
 
 
-def _offsets(value: Any) -> dict[str, dict[int, int]] | None:
+def _offsets(value: object) -> dict[str, dict[int, int]] | None:
     if isinstance(value, str):
         try:
             value = json.loads(value)

@@ -11,14 +11,18 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias
 
 from datasource.errors import InvalidOptionError
+from spark_log.json_types import JsonMapping
 
 EARLIEST = -2
 LATEST = -1
 EARLIEST_WORD = "earliest"
 LATEST_WORD = "latest"
+
+StreamOffset: TypeAlias = dict[str, dict[str, int]]
+"""A streaming offset as Spark checkpoints it: ``{stream: {"<p>": next offset}}``."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,7 @@ def _parse_json_offsets(text: str, stream: str, option: str) -> dict[int, int]:
     return offsets
 
 
-def parse_partition_offsets(data: Any, what: str) -> dict[int, int]:
+def parse_partition_offsets(data: object, what: str) -> dict[int, int]:
     """``{"0": 23}`` → ``{0: 23}``, with a clear error for anything else."""
     if not isinstance(data, dict):
         raise InvalidOptionError(f"{what}: expected an object of partition → offset, got {data!r}")
@@ -89,12 +93,12 @@ def parse_partition_offsets(data: Any, what: str) -> dict[int, int]:
     return offsets
 
 
-def to_stream_offset(stream: str, offsets: Mapping[int, int]) -> dict[str, dict[str, int]]:
+def to_stream_offset(stream: str, offsets: Mapping[int, int]) -> StreamOffset:
     """The streaming offset Spark checkpoints: ``{stream: {"<p>": next offset}}``."""
     return {stream: {str(p): int(offsets[p]) for p in sorted(offsets)}}
 
 
-def from_stream_offset(stream: str, offset: Mapping[str, Any]) -> dict[int, int]:
+def from_stream_offset(stream: str, offset: JsonMapping) -> dict[int, int]:
     """Read back ``to_stream_offset``'s shape (from a checkpoint, so from JSON)."""
     if stream not in offset:
         raise InvalidOptionError(

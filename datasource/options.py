@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from datasource.durations import parse_duration_s
 from datasource.errors import InvalidOptionError
@@ -77,6 +78,24 @@ class SourceOptions:
     starting: OffsetSpec
     starting_timestamp_ms: int | None
     credentials: ClientCredentials = field(default_factory=ClientCredentials, kw_only=True)
+
+
+class _SourceFields(TypedDict):
+    """``SourceOptions``'s fields as keywords for its subclasses (mypy checks that the two
+    agree at every ``**`` below)."""
+
+    servers: str
+    stream: str
+    lake_uri: str | None
+    lake_options: tuple[tuple[str, str], ...]
+    include_headers: bool
+    fail_on_data_loss: bool
+    partitions: tuple[int, ...] | None
+    max_records_per_partition: int
+    min_partitions: int | None
+    starting: OffsetSpec
+    starting_timestamp_ms: int | None
+    credentials: ClientCredentials
 
 
 @dataclass(frozen=True)
@@ -179,7 +198,7 @@ def _lowered(options: Mapping[str, str], allowed: frozenset[str], where: str) ->
     return opts
 
 
-def _source_fields(opts: dict[str, str], default_start: int) -> dict[str, object]:
+def _source_fields(opts: dict[str, str], default_start: int) -> _SourceFields:
     stream = _stream(opts)
     return {
         "servers": _servers(opts),

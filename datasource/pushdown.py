@@ -10,8 +10,8 @@ fetched, and a narrowing that is merely conservative can never change a result.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from pyspark.sql.datasource import (
     EqualTo,
@@ -61,7 +61,7 @@ class _Bounds:
 
     lo: int | None = None
     hi: int | None = None
-    values: set[Any] | None = None
+    values: set[int] | None = None
 
     def lower(self, value: int) -> None:
         self.lo = value if self.lo is None else max(self.lo, value)
@@ -69,7 +69,7 @@ class _Bounds:
     def upper(self, value: int) -> None:
         self.hi = value if self.hi is None else min(self.hi, value)
 
-    def only(self, values: set[Any]) -> None:
+    def only(self, values: set[int]) -> None:
         self.values = set(values) if self.values is None else self.values & set(values)
 
 
@@ -108,12 +108,13 @@ def _range(bounds: _Bounds) -> tuple[int | None, int | None]:
     return lo, hi
 
 
-def _narrow(bounds: _Bounds, flt: Filter, convert: Any) -> None:
+def _narrow(bounds: _Bounds, flt: Filter, convert: Callable[[object], int | None]) -> None:
     value = getattr(flt, "value", None)
     if isinstance(flt, In):
         converted = [convert(v) for v in value or []]
-        if all(c is not None for c in converted):
-            bounds.only(set(converted))
+        numbers = {c for c in converted if c is not None}
+        if None not in converted:  # every value converted
+            bounds.only(numbers)
         return
     number = convert(value)
     if number is None:
@@ -137,13 +138,13 @@ def _column(flt: Filter) -> str | None:
     return None
 
 
-def _integer(value: Any) -> int | None:
+def _integer(value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         return None
     return value
 
 
-def _timestamp_micros(value: Any) -> int | None:
+def _timestamp_micros(value: object) -> int | None:
     """An aware datetime (how Spark sends TIMESTAMP literals) as µs since the epoch."""
     if not isinstance(value, dt.datetime):
         return None

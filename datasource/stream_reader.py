@@ -25,7 +25,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from datasource.admission import cap_offsets, should_wait
-from datasource.offsets import from_stream_offset, to_stream_offset
+from datasource.offsets import StreamOffset, from_stream_offset, to_stream_offset
 from datasource.options import StreamOptions
 from datasource.stream_plan import (
     checked_available,
@@ -36,6 +36,7 @@ from datasource.stream_plan import (
 from datasource.task_read import as_schema, read_task
 from datasource.tasks import ReadTask
 from spark_log.client.rest import RestClient
+from spark_log.json_types import JsonObject
 
 
 class LiftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -53,7 +54,7 @@ class LiftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _rest(self) -> RestClient:
         return RestClient(self.options.servers, credentials=self.options.credentials)
 
-    def initialOffset(self) -> dict:  # noqa: N802 - Spark's name
+    def initialOffset(self) -> StreamOffset:  # noqa: N802 - Spark's name
         return to_stream_offset(self.options.stream, initial_offsets(self.options, self._rest()))
 
     def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
@@ -68,7 +69,7 @@ class LiftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         heads = head_offsets(self.options, self._rest())
         self._target = {p: h for p, h in heads.items() if h is not None}
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # noqa: N802
+    def latestOffset(self, start: JsonObject, limit: ReadLimit) -> StreamOffset:  # noqa: N802
         """The end of the next batch: the heads, capped by ``maxOffsetsPerTrigger``, held back
         below ``minOffsetsPerTrigger`` until ``maxTriggerDelay`` (not under AvailableNow)."""
         opts = self.options
@@ -104,14 +105,14 @@ class LiftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         waited = math.inf if self._last_trigger_s is None else now - self._last_trigger_s
         return should_wait(pending, opts.min_offsets_per_trigger, waited, opts.max_trigger_delay_s)
 
-    def reportLatestOffset(self) -> dict | None:  # noqa: N802
+    def reportLatestOffset(self) -> StreamOffset | None:  # noqa: N802
         """The heads last seen: ``latestOffset`` minus ``endOffset`` in the progress is the
         records-behind lag (see datasource.lag)."""
         if self._latest is None:
             return None
         return to_stream_offset(self.options.stream, self._latest)
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+    def partitions(self, start: JsonObject, end: JsonObject) -> Sequence[InputPartition]:
         opts = self.options
         begin = from_stream_offset(opts.stream, start)
         finish = from_stream_offset(opts.stream, end)
@@ -121,7 +122,7 @@ class LiftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if isinstance(partition, ReadTask):
             yield from as_schema(read_task(partition), self.arrow_schema)
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: JsonObject) -> None:
         """Nothing to release: the source keeps no per-batch state (Spark checkpoints offsets)."""
 
 

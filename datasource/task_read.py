@@ -9,7 +9,7 @@ every offset the log dropped. Only what neither holds is data loss.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 
 import pyarrow as pa
 
@@ -103,7 +103,7 @@ def _tail_rows(settings: ReadSettings, task: ReadTask) -> Iterator[pa.RecordBatc
 
 def _below_log_start(
     settings: ReadSettings, task: ReadTask, offset: int
-) -> Iterator[pa.RecordBatch]:
+) -> Generator[pa.RecordBatch, None, int]:
     """Offsets from ``offset`` left the log: read what the lake now holds; return where the
     tail continues."""
     lake_end = offset

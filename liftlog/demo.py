@@ -17,7 +17,6 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import nats
 
@@ -25,6 +24,7 @@ from liftlog.embedded.ports import free_port, free_port_block
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
 from spark_log.errors import LiftlogError
+from spark_log.json_types import JsonObject
 
 DEMO_STREAM = "demo-orders"
 DEMO_SUBJECT = "demo.orders"
@@ -76,11 +76,11 @@ def run_demo(events: int = 5000, data_dir: str | None = None) -> int:
     return 0
 
 
-def _event(i: int, rng: random.Random) -> dict[str, Any]:
+def _event(i: int, rng: random.Random) -> dict[str, object]:
     return {"order_id": i, "city": rng.choice(CITIES), "amount": round(rng.uniform(1, 500), 2)}
 
 
-async def _demo(api: str, nats_url: str, events: int) -> dict[str, Any]:
+async def _demo(api: str, nats_url: str, events: int) -> JsonObject:
     rng = random.Random(7)
     async with Client(api, nats_url=nats_url) as client:
         created = await client.create_stream(
@@ -157,8 +157,8 @@ async def _plain_nats_publishes(nats_url: str, count: int, rng: random.Random) -
     await nc.drain()
 
 
-async def _read_back(client: Client, expected: int) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
+async def _read_back(client: Client, expected: int) -> list[JsonObject]:
+    rows: list[JsonObject] = []
     deadline = time.monotonic() + 30
     offsets = dict.fromkeys(range(DEMO_PARTITIONS), 0)
     while len(rows) < expected and time.monotonic() < deadline:

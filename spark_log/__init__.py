@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 __all__ = ["Ack", "Client", "Cursor", "Record", "SyncClient", "__version__"]
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from spark_log.log import Record
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """Import the clients lazily so ``spark_log.config`` stays cheap for tools that only need
     it (each import a literal one, so the import-rule test can follow it)."""
     if name == "Record":

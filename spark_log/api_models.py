@@ -12,15 +12,10 @@ from dataclasses import dataclass, field
 
 from spark_log.json_model import JsonModel
 from spark_log.stream_spec import (
-    DEFAULT_ACK_POLICY,
-    DEFAULT_DELETE_RETENTION_MS,
-    DEFAULT_MAX_RECORD_BYTES,
-    DEFAULT_PARTITIONS,
-    DEFAULT_REPLICATION_FACTOR,
-    DEFAULT_TIMESTAMP_TYPE,
-    AckPolicy,
+    PartitionCount,
+    StreamSettings,
     StreamSpec,
-    TimestampType,
+    StreamSubject,
 )
 
 # ----------------------------------------------------------------------------- errors
@@ -41,32 +36,15 @@ class ErrorBody(JsonModel):
 
 
 # ----------------------------------------------------------------------------- streams
+# A stream answer inherits the spec's fields from the bases that declare them (stream_spec),
+# so a new spec field appears in it without an edit here. A dataclass orders inherited
+# fields from its last base to its first.
 
 
 @dataclass(frozen=True)
-class StreamSummary(JsonModel):
+class StreamSummary(StreamSettings, PartitionCount, JsonModel):
     """One stream in ``GET /v1/streams``: its spec, flattened, plus its state."""
 
-    name: str
-    subject: str
-    partitions: int = DEFAULT_PARTITIONS
-    replication_factor: int = DEFAULT_REPLICATION_FACTOR
-    min_isr: int | None = None
-    ack_policy: AckPolicy = DEFAULT_ACK_POLICY
-    retention_ms: int | None = None
-    retention_bytes: int | None = None
-    retention_messages: int | None = None
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
-    load_balance: bool = False
-    compaction: bool = False
-    compaction_interval_s: float | None = None
-    delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS
-    encryption: bool = False
-    timestamp_type: TimestampType = DEFAULT_TIMESTAMP_TYPE
-    auto_pause_ms: int | None = None
-    auto_pause_disable_if_subscribers: bool = False
-    internal: bool = False
-    """One of the nodes' own streams (``__cursors``): listed only with ``?internal=true``."""
     paused: bool = False
     read_only: bool = False
     """Publishes are refused with ``stream_readonly``; reads go on."""
@@ -130,32 +108,20 @@ class LakeRef(JsonModel):
 
 
 @dataclass(frozen=True)
-class StreamDescription(JsonModel):
+class _DescribedPartitions(StreamSubject):
+    """What a describe puts after the stream's subject, before the spec's settings: the spec
+    itself, and the partitions where the spec has their count."""
+
+    spec: StreamSpec
+    partitions: tuple[PartitionState, ...] = ()
+
+
+@dataclass(frozen=True)
+class StreamDescription(StreamSettings, _DescribedPartitions, JsonModel):
     """``GET /v1/streams/{stream}`` (also the answer of create, alter, pause, resume,
     readonly and readwrite): the spec
     fields flattened, ``spec`` itself, and ``partitions`` as the per-partition list."""
 
-    name: str
-    subject: str
-    spec: StreamSpec
-    partitions: tuple[PartitionState, ...] = ()
-    replication_factor: int = DEFAULT_REPLICATION_FACTOR
-    min_isr: int | None = None
-    ack_policy: AckPolicy = DEFAULT_ACK_POLICY
-    retention_ms: int | None = None
-    retention_bytes: int | None = None
-    retention_messages: int | None = None
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
-    load_balance: bool = False
-    compaction: bool = False
-    compaction_interval_s: float | None = None
-    delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS
-    encryption: bool = False
-    timestamp_type: TimestampType = DEFAULT_TIMESTAMP_TYPE
-    auto_pause_ms: int | None = None
-    auto_pause_disable_if_subscribers: bool = False
-    internal: bool = False
-    """One of the nodes' own streams (``__cursors``): listed only with ``?internal=true``."""
     paused: bool = False
     read_only: bool = False
     """Publishes are refused with ``stream_readonly``; reads go on."""

@@ -10,7 +10,7 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
 from spark_log.auth_config import AuthConfig
@@ -262,7 +262,7 @@ def dump_node_config(config: NodeConfig) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _toml_table(name: str, values: dict[str, Any]) -> list[str]:
+def _toml_table(name: str, values: dict[str, object]) -> list[str]:
     """``[name]`` with its scalars, then its sub-tables (``[lake.storage_options]``)."""
     lines = [f"\n[{name}]"]
     lines.extend(_toml_line(k, v) for k, v in values.items() if not isinstance(v, dict))
@@ -272,7 +272,7 @@ def _toml_table(name: str, values: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _toml_line(key: str, value: Any) -> str:
+def _toml_line(key: str, value: object) -> str:
     if isinstance(value, bool):
         return f"{key} = {'true' if value else 'false'}"
     if isinstance(value, (int, float)):
@@ -282,7 +282,7 @@ def _toml_line(key: str, value: Any) -> str:
     return f"{key} = {_toml_string(value)}"
 
 
-def _toml_string(value: Any) -> str:
+def _toml_string(value: object) -> str:
     escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
     return f'"{escaped}"'
 

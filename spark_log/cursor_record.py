@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from spark_log.errors import InvalidRequestError
+from spark_log.json_types import JsonObject
 from spark_log.partitioner import partition_for_key
 
 MAX_CURSOR_ID_LENGTH = 256
@@ -50,7 +50,7 @@ class CursorValue:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> CursorValue:
-        body: dict[str, Any] = json.loads(data)
+        body: JsonObject = json.loads(data)
         return cls(
             offset=int(body["offset"]),
             stream_created_at_ms=int(body["stream_created_at_ms"]),

@@ -12,6 +12,8 @@ class LiftlogError(Exception):
     """Base of every error raised by Liftlog code."""
 
     code: str = "internal_error"
+    status: int | None = None
+    """The HTTP status of the response that carried this error (None: not from a REST call)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from spark_log.errors import InvalidRequestError
 
@@ -133,7 +132,7 @@ class EpochResponse:
             raise InvalidRequestError(f"malformed epoch response: {data[:200]!r}") from exc
 
 
-def _ints(data: bytes, names: tuple[str, ...]) -> dict[str, Any]:
+def _ints(data: bytes, names: tuple[str, ...]) -> dict[str, int]:
     try:
         raw = json.loads(data)
     except ValueError as exc:

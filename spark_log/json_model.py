@@ -18,22 +18,25 @@ from collections.abc import Mapping
 from typing import Any, Self
 
 from spark_log.errors import InvalidRequestError
+from spark_log.json_types import JsonMapping, JsonObject, JsonValue
 
 
 class JsonModel:
     """Mixin for frozen dataclasses whose fields mirror a JSON object (snake_case keys)."""
 
     __slots__ = ()
+    if typing.TYPE_CHECKING:  # what the dataclass it is mixed into provides
+        __dataclass_fields__: typing.ClassVar[dict[str, dataclasses.Field[object]]]
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Self:
+    def from_json(cls, data: JsonMapping) -> Self:
         """Build from parsed JSON; unknown keys are skipped, nested models are built too."""
         if not isinstance(data, Mapping):
             raise InvalidRequestError(f"{cls.__name__} expects a JSON object, got {data!r:.200}")
         hints = _hints(cls)
         values = {
             f.name: _convert(hints[f.name], data[f.name])
-            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+            for f in dataclasses.fields(cls)
             if f.name in data
         }
         try:
@@ -41,12 +44,12 @@ class JsonModel:
         except TypeError as exc:
             raise InvalidRequestError(f"{cls.__name__}: {exc}") from exc
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The JSON object (lists for tuples, nested models as objects)."""
-        return typing.cast(dict[str, Any], _plain(self))
+        return typing.cast(JsonObject, _plain(self))
 
 
-_HINTS: dict[type, dict[str, Any]] = {}
+_HINTS: dict[type, dict[str, Any]] = {}  # resolved annotations: typing gives them no type
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -57,8 +60,9 @@ def _hints(cls: type) -> dict[str, Any]:
     return hints
 
 
-def _convert(hint: Any, value: Any) -> Any:
-    """``value`` (parsed JSON) as the field type asks: nested models, tuples of them."""
+def _convert(hint: Any, value: JsonValue) -> object:
+    """``value`` (parsed JSON) as the field type asks: nested models, tuples of them.
+    ``hint`` is a resolved annotation, which typing gives no type."""
     if value is None:
         return None
     origin = typing.get_origin(hint)
@@ -77,7 +81,7 @@ def _convert(hint: Any, value: Any) -> Any:
     return value
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> JsonValue:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, list | tuple):

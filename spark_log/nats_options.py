@@ -8,18 +8,32 @@ a key that does not match its certificate) surface as ConfigError naming the set
 from __future__ import annotations
 
 import ssl
-from typing import Any
+from typing import TypedDict
 
 from spark_log.errors import ConfigError
 from spark_log.nats_config import NatsCredentials
 
 
-def nats_auth_options(credentials: NatsCredentials) -> dict[str, Any]:
+class NatsAuthOptions(TypedDict, total=False):
+    """The ``nats.connect`` keywords for authentication and TLS: at most one way of
+    authenticating (user and password, token, NKey seed file or credentials file) and the TLS
+    context with the host name to verify."""
+
+    user: str
+    password: str
+    token: str
+    nkeys_seed: str
+    user_credentials: str
+    tls: ssl.SSLContext
+    tls_hostname: str
+
+
+def nats_auth_options(credentials: NatsCredentials) -> NatsAuthOptions:
     """Authentication plus TLS options (empty for anonymous, plain connections)."""
     return {**credential_options(credentials), **tls_options(credentials)}
 
 
-def credential_options(credentials: NatsCredentials) -> dict[str, Any]:
+def credential_options(credentials: NatsCredentials) -> NatsAuthOptions:
     """The nats-py options for the one way of authenticating (none when nothing is set)."""
     if credentials.user:
         return {"user": credentials.user, "password": credentials.password}
@@ -32,11 +46,11 @@ def credential_options(credentials: NatsCredentials) -> dict[str, Any]:
     return {}
 
 
-def tls_options(credentials: NatsCredentials) -> dict[str, Any]:
+def tls_options(credentials: NatsCredentials) -> NatsAuthOptions:
     """``tls`` (an SSLContext) and ``tls_hostname`` when TLS is configured."""
     if not credentials.uses_tls:
         return {}
-    options: dict[str, Any] = {"tls": nats_ssl_context(credentials)}
+    options: NatsAuthOptions = {"tls": nats_ssl_context(credentials)}
     if credentials.tls_hostname:
         options["tls_hostname"] = credentials.tls_hostname
     return options

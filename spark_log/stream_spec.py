@@ -3,6 +3,10 @@
 A spec is stored in ZooKeeper as versioned JSON and compared field by field, so that creating
 an identical stream twice is idempotent and a conflicting create is refused.
 
+Each field is declared once, in the three bases of ``StreamSpec``, with a ``SpecField`` where a
+request needs more than its type and default: the REST answers that repeat the fields inherit
+them, and the create and alter request models are built from them.
+
 Validation messages name fields as JSON (``"load_balance": true``), the words of the REST API;
 the CLI rewrites such references into its flags (``--load-balance``) in one place.
 """
@@ -13,10 +17,11 @@ import dataclasses
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from spark_log.errors import ConfigError, ImmutableFieldError, InvalidRequestError
+from spark_log.spec_field import SpecField, declared_fields
 from spark_log.typed_config import from_mapping
 
 AckPolicy = Literal["none", "leader", "all"]
@@ -51,33 +56,6 @@ _BOUNDED_INTS = (
 # compacted away, so a consumer that is less than a day behind still sees the delete.
 DEFAULT_DELETE_RETENTION_MS = 24 * 60 * 60 * 1000
 
-# What ``PATCH /v1/streams/{stream}`` may change: settings every node applies to the logs it
-# already holds, and the partition count (grow only). Everything else fixes where records go or
-# how they are stored.
-ALTERABLE_FIELDS: tuple[str, ...] = (
-    "partitions",
-    "min_isr",
-    "ack_policy",
-    "retention_ms",
-    "retention_bytes",
-    "retention_messages",
-    "max_record_bytes",
-    "compaction",
-    "compaction_interval_s",
-    "delete_retention_ms",
-    "timestamp_type",
-    "auto_pause_ms",
-    "auto_pause_disable_if_subscribers",
-)
-IMMUTABLE_FIELD_REASONS: dict[str, str] = {
-    "name": "a stream cannot be renamed",
-    "subject": "create another stream on the new subject",
-    "replication_factor": "move replicas with `liftlog stream reassign` instead",
-    "load_balance": "it decides which subject each partition listens on",
-    "encryption": "records already stored keep the form they were written in",
-    "internal": "the nodes decide which streams are their own",
-}
-
 CURSORS_STREAM = "__cursors"
 """Where cursors and consumer-group offsets live (Kafka's ``__consumer_offsets``)."""
 ACTIVITY_STREAM = "__activity"
@@ -89,45 +67,156 @@ _TOKEN_RE = re.compile(r"^[^\s.*>]+$")
 
 
 @dataclass(frozen=True)
-class StreamSpec:
-    """Everything a user chooses when creating a stream (its identity for idempotency)."""
+class StreamSubject:
+    """A stream's name and the NATS subject it records: the first fields of a spec and of every
+    answer that repeats one."""
 
-    name: str
-    subject: str
-    partitions: int = DEFAULT_PARTITIONS
-    replication_factor: int = DEFAULT_REPLICATION_FACTOR
-    min_isr: int | None = None
+    name: str = field(
+        metadata=SpecField(
+            description="Stream name: letters, digits, '.', '_' and '-'",
+            alter_description="immutable",
+            immutable="a stream cannot be renamed",
+        ).as_metadata()
+    )
+    subject: str = field(
+        metadata=SpecField(
+            description="NATS subject to record; wildcards allowed",
+            alter_description="immutable",
+            immutable="create another stream on the new subject",
+        ).as_metadata()
+    )
+
+
+@dataclass(frozen=True)
+class PartitionCount(StreamSubject):
+    """A spec's partition count, declared apart from its settings: in a describe that place
+    holds the partitions themselves."""
+
+    partitions: int = field(
+        default=DEFAULT_PARTITIONS,
+        metadata=SpecField(
+            alter_description="grow only: new partitions get leaders and start empty",
+            grow_only=True,
+            ge=1,
+        ).as_metadata(),
+    )
+
+
+@dataclass(frozen=True)
+class StreamSettings(StreamSubject):
+    """Every other field of a spec: how it is replicated, acked, retained, compacted, stored
+    and paused."""
+
+    replication_factor: int = field(
+        default=DEFAULT_REPLICATION_FACTOR,
+        metadata=SpecField(
+            alter_description="immutable: use reassign",
+            immutable="move replicas with `liftlog stream reassign` instead",
+            ge=1,
+        ).as_metadata(),
+    )
+    min_isr: int | None = field(
+        default=None,
+        metadata=SpecField(
+            description="Default: a majority of replication_factor",
+            alter_description="1..replication_factor; null: majority",
+            ge=1,
+        ).as_metadata(),
+    )
     ack_policy: AckPolicy = DEFAULT_ACK_POLICY
-    retention_ms: int | None = None
-    retention_bytes: int | None = None
-    retention_messages: int | None = None
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
-    load_balance: bool = False
-    compaction: bool = False
+    retention_ms: int | None = field(default=None, metadata=SpecField(gt=0).as_metadata())
+    retention_bytes: int | None = field(default=None, metadata=SpecField(gt=0).as_metadata())
+    retention_messages: int | None = field(default=None, metadata=SpecField(gt=0).as_metadata())
+    max_record_bytes: int = field(
+        default=DEFAULT_MAX_RECORD_BYTES, metadata=SpecField(gt=0).as_metadata()
+    )
+    load_balance: bool = field(
+        default=False,
+        metadata=SpecField(
+            description="All partitions share the subject (queue group)",
+            alter_description="immutable",
+            immutable="it decides which subject each partition listens on",
+        ).as_metadata(),
+    )
+    compaction: bool = field(
+        default=False,
+        metadata=SpecField(
+            description="Keep the latest record per key in the lake (cleanup.policy=compact)"
+        ).as_metadata(),
+    )
     """Kafka's ``cleanup.policy=compact``: ``liftlog compact`` keeps the latest record per key
     in the lake (streams without it are compacted only with ``--force``)."""
-    compaction_interval_s: float | None = None
+    compaction_interval_s: float | None = field(
+        default=None,
+        metadata=SpecField(
+            description="How often `liftlog compact --watch` compacts (needs compaction)", gt=0
+        ).as_metadata(),
+    )
     """How often ``liftlog compact --watch`` compacts this stream (None: only on demand)."""
-    delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS
+    delete_retention_ms: int = field(
+        default=DEFAULT_DELETE_RETENTION_MS,
+        metadata=SpecField(
+            description="How long a tombstone (key, empty value) survives compaction", ge=0
+        ).as_metadata(),
+    )
     """Kafka's ``delete.retention.ms``: how long a tombstone (a key with an empty value)
     outlives the records it deletes before compaction removes it too."""
-    encryption: bool = False
+    encryption: bool = field(
+        default=False,
+        metadata=SpecField(
+            description="Encrypt values at rest (needs a master key on every node; "
+            "refused with encryption_unavailable otherwise)",
+            alter_description="immutable",
+            immutable="records already stored keep the form they were written in",
+        ).as_metadata(),
+    )
     """Encryption at rest: values are stored AES-GCM encrypted under a per-partition data key
     (keys, headers, timestamps and subjects stay clear; docs/security.md). Needs a master key
     on every node."""
-    timestamp_type: TimestampType = DEFAULT_TIMESTAMP_TYPE
+    timestamp_type: TimestampType = field(
+        default=DEFAULT_TIMESTAMP_TYPE,
+        metadata=SpecField(
+            description="log_append: the leader's append time; create: the producer's "
+            "Liftlog-Timestamp header (ms), within the nodes' ingest.max_timestamp_skew_ms"
+        ).as_metadata(),
+    )
     """``log_append``: a record's timestamp is the leader's append time. ``create``: the
     producer's ``Liftlog-Timestamp`` header (ms) when present, refused outside the node's
     ``ingest.max_timestamp_skew_ms`` of the leader's clock; append time without it."""
-    auto_pause_ms: int | None = None
+    auto_pause_ms: int | None = field(
+        default=None,
+        metadata=SpecField(
+            description="Pause a partition after this long without appends; the next publish "
+            "or consumer fetch resumes it (null: never)",
+            alter_description="null: never auto-pause",
+            gt=0,
+        ).as_metadata(),
+    )
     """Liftbridge's ``autoPauseTime``: a partition whose leader has appended nothing for this
     long is paused until the next publish or consumer fetch resumes it (None: never)."""
-    auto_pause_disable_if_subscribers: bool = False
+    auto_pause_disable_if_subscribers: bool = field(
+        default=False,
+        metadata=SpecField(
+            description="A waiting or recent consumer fetch keeps a partition from pausing"
+        ).as_metadata(),
+    )
     """Liftbridge's ``autoPauseDisableIfSubscribers``: a consumer fetch waiting or made within
     ``auto_pause_ms`` keeps the partition from pausing."""
-    internal: bool = False
+    internal: bool = field(
+        default=False,
+        metadata=SpecField(
+            immutable="the nodes decide which streams are their own", requested=False
+        ).as_metadata(),
+    )
     """A stream the nodes keep for themselves (``__cursors``): no NATS subscription, no lake
     export, hidden from the stream list, and never deleted or altered through the API."""
+
+
+# A dataclass orders inherited fields from its last base to its first: a spec's fields run
+# name, subject, partitions, then the settings, as they always have in its JSON.
+@dataclass(frozen=True)
+class StreamSpec(StreamSettings, PartitionCount):
+    """Everything a user chooses when creating a stream (its identity for idempotency)."""
 
     def __post_init__(self) -> None:
         if self.internal:
@@ -197,6 +286,19 @@ class StreamSpec:
             raise
         except ConfigError as exc:
             raise InvalidRequestError(str(exc)) from exc
+
+
+# What ``PATCH /v1/streams/{stream}`` may change: settings every node applies to the logs it
+# already holds, and the partition count (grow only). Everything else fixes where records go or
+# how they are stored.
+ALTERABLE_FIELDS: tuple[str, ...] = tuple(
+    f.name for f, declared in declared_fields(StreamSpec) if declared.alterable
+)
+IMMUTABLE_FIELD_REASONS: dict[str, str] = {
+    f.name: declared.immutable
+    for f, declared in declared_fields(StreamSpec)
+    if declared.immutable is not None
+}
 
 
 def altered_spec(spec: StreamSpec, changes: Mapping[str, Any]) -> StreamSpec:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
 
 from spark_log.errors import ConfigError
+from spark_log.json_types import JsonObject
 
 
-def read_toml(path: str | Path) -> dict[str, Any]:
+def read_toml(path: str | Path) -> JsonObject:
     """The file's top-level table; ConfigError when it cannot be read or is not TOML."""
     try:
         return tomllib.loads(Path(path).read_text())

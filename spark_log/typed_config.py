@@ -10,18 +10,26 @@ import dataclasses
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any, TypeVar, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, Protocol, TypeVar, get_args, get_origin, get_type_hints
 
 from spark_log.errors import ConfigError
+from spark_log.json_types import JsonMapping, JsonObject, JsonValue
 
-T = TypeVar("T")
+
+class DataclassInstance(Protocol):
+    """Any dataclass (instance or class): what ``dataclasses.fields`` and ``asdict`` take."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[object]]]
 
 
-def from_mapping(cls: type[T], data: Mapping[str, Any], where: str = "") -> T:
+DataclassT = TypeVar("DataclassT", bound=DataclassInstance)
+
+
+def from_mapping(cls: type[DataclassT], data: JsonMapping, where: str = "") -> DataclassT:
     """Build ``cls`` (a dataclass) from ``data``; raise ConfigError naming the bad key."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where or cls.__name__}: expected a table, got {type(data).__name__}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise ConfigError(
@@ -36,7 +44,7 @@ def from_mapping(cls: type[T], data: Mapping[str, Any], where: str = "") -> T:
         raise ConfigError(f"{where or cls.__name__}: {exc}") from exc
 
 
-def to_mapping(obj: Any) -> dict[str, Any]:
+def to_mapping(obj: DataclassInstance) -> JsonObject:
     """The inverse of ``from_mapping`` for JSON/TOML output."""
     return dataclasses.asdict(obj)
 
@@ -45,7 +53,9 @@ def _join(where: str, name: str) -> str:
     return f"{where}.{name}" if where else name
 
 
-def _coerce(hint: Any, value: Any, where: str) -> Any:
+def _coerce(hint: Any, value: JsonValue, where: str) -> object:
+    """``value`` checked against ``hint``, a resolved annotation (a class, a Union, a Literal):
+    typing gives such an annotation no type, hence Any here and in the helpers below."""
     origin = get_origin(hint)
     if origin in (typing.Union, types.UnionType):
         return _coerce_union(hint, value, where)
@@ -58,12 +68,12 @@ def _coerce(hint: Any, value: Any, where: str) -> Any:
         return _coerce_sequence(hint, value, where)
     if origin is dict:
         return _coerce_table(hint, value, where)
-    if dataclasses.is_dataclass(hint):
-        return from_mapping(hint, value, where)  # type: ignore[arg-type]
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return from_mapping(hint, value, where)
     return _coerce_scalar(hint, value, where)
 
 
-def _coerce_union(hint: Any, value: Any, where: str) -> Any:
+def _coerce_union(hint: Any, value: JsonValue, where: str) -> object:
     args = get_args(hint)
     if value is None:
         if type(None) in args:
@@ -80,7 +90,7 @@ def _coerce_union(hint: Any, value: Any, where: str) -> Any:
     raise ConfigError("; ".join(errors))
 
 
-def _coerce_sequence(hint: Any, value: Any, where: str) -> tuple[Any, ...]:
+def _coerce_sequence(hint: Any, value: JsonValue, where: str) -> tuple[object, ...]:
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
         raise ConfigError(f"{where}: expected a list, got {type(value).__name__}")
     args = get_args(hint)
@@ -88,7 +98,7 @@ def _coerce_sequence(hint: Any, value: Any, where: str) -> tuple[Any, ...]:
     return tuple(_coerce(item, v, f"{where}[{i}]") for i, v in enumerate(value))
 
 
-def _coerce_table(hint: Any, value: Any, where: str) -> dict[Any, Any]:
+def _coerce_table(hint: Any, value: JsonValue, where: str) -> dict[object, object]:
     """A free-form table (``dict[str, str]``): keys and values checked against the hint; which
     keys are allowed is the dataclass's own check (``__post_init__``)."""
     if not isinstance(value, Mapping):
@@ -100,7 +110,7 @@ def _coerce_table(hint: Any, value: Any, where: str) -> dict[Any, Any]:
     }
 
 
-def _coerce_scalar(hint: Any, value: Any, where: str) -> Any:
+def _coerce_scalar(hint: Any, value: JsonValue, where: str) -> object:
     if hint is Any:
         return value
     if hint is float and isinstance(value, int) and not isinstance(value, bool):

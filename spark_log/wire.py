@@ -7,10 +7,10 @@ acks are small JSON documents on the message's reply subject.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from spark_log import errors as errors_module
 from spark_log.errors import InvalidRequestError, LiftlogError
+from spark_log.json_types import JsonObject
 
 HEADER_KEY = "Liftlog-Key"
 HEADER_ACK = "Liftlog-Ack"
@@ -65,13 +65,13 @@ def encode_error(
     error: LiftlogError, stream: str | None = None, partition: int | None = None
 ) -> bytes:
     """Error ack; ``stream``/``partition`` let a client tell apart streams sharing a subject."""
-    body: dict[str, Any] = error.to_json()
+    body: JsonObject = error.to_json()
     if stream is not None:
         body = {"stream": stream, "partition": partition, **body}
     return json.dumps(body, separators=(",", ":")).encode()
 
 
-def parse_ack(payload: bytes) -> dict[str, Any]:
+def parse_ack(payload: bytes) -> JsonObject:
     """Parse an ack or error ack into a dict; raise only when it is not an ack at all."""
     try:
         data = json.loads(payload)
@@ -82,7 +82,7 @@ def parse_ack(payload: bytes) -> dict[str, Any]:
     return data
 
 
-def decode_ack(payload: bytes) -> dict[str, Any]:
+def decode_ack(payload: bytes) -> JsonObject:
     """Parse an ack; raise the typed error an error ack carries."""
     data = parse_ack(payload)
     if "error" in data:
@@ -90,7 +90,7 @@ def decode_ack(payload: bytes) -> dict[str, Any]:
     return data
 
 
-def error_from_json(error: Any) -> LiftlogError:
+def error_from_json(error: object) -> LiftlogError:
     """Rebuild the typed error from ``{"code", "message"}`` (REST bodies and NATS acks)."""
     if not isinstance(error, dict):
         return LiftlogError(str(error))

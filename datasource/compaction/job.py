@@ -27,8 +27,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
@@ -130,7 +130,7 @@ def _winners(spark: SparkSession, plan: CompactionPlan, lake: LakeAccess) -> Dat
     )
 
 
-def _rewrite_udf(spec: PartitionRewrite) -> Callable[..., Any]:
+def _rewrite_udf(spec: PartitionRewrite) -> Callable[[tuple[pa.Scalar, ...], pa.Table], pa.Table]:
     """The ``applyInArrow`` function: deliberately without type hints (and not a
     ``functools.partial``), so PySpark takes it as the plain ``(key, table) -> table`` form;
     its hint inference fails on partials (pyspark 4.3)."""

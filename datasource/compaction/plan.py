@@ -110,7 +110,10 @@ def plan_compaction(
             options,
             now_ms,
         )
-        (planned if isinstance(outcome, PartitionPlan) else skipped).append(outcome)
+        if isinstance(outcome, PartitionPlan):
+            planned.append(outcome)
+        else:
+            skipped.append(outcome)
     return CompactionPlan(
         target=target,
         snapshot_version=snapshot.version,

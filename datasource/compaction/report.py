@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+
+from spark_log.json_types import JsonObject
 
 COMPACTED = "compacted"
 UNCHANGED = "unchanged"
@@ -61,13 +62,13 @@ class CompactionReport:
     def records_after(self) -> int:
         return sum(p.records_after or 0 for p in self.partitions if p.status != SKIPPED)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         body = dataclasses.asdict(self)
         body["committed"] = self.committed
         return body
 
 
-def commit_summary(partitions: tuple[PartitionResult, ...]) -> dict[str, Any]:
+def commit_summary(partitions: tuple[PartitionResult, ...]) -> dict[str, dict[str, int | None]]:
     """The per-partition figures a compaction commit records in its metadata."""
     return {
         str(p.partition): {

@@ -2,65 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from spark_log.stream_spec import (
-    DEFAULT_ACK_POLICY,
-    DEFAULT_DELETE_RETENTION_MS,
-    DEFAULT_MAX_RECORD_BYTES,
-    DEFAULT_PARTITIONS,
-    DEFAULT_REPLICATION_FACTOR,
-    DEFAULT_TIMESTAMP_TYPE,
-)
+from ingest.api.stream_fields import alter_fields, create_fields
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class StreamCreate(_Strict):
-    name: str = Field(description="Stream name: letters, digits, '.', '_' and '-'")
-    subject: str = Field(description="NATS subject to record; wildcards allowed")
-    partitions: int = Field(DEFAULT_PARTITIONS, ge=1)
-    replication_factor: int = Field(DEFAULT_REPLICATION_FACTOR, ge=1)
-    min_isr: int | None = Field(None, ge=1, description="Default: a majority of replication_factor")
-    ack_policy: Literal["none", "leader", "all"] = DEFAULT_ACK_POLICY
-    retention_ms: int | None = Field(None, gt=0)
-    retention_bytes: int | None = Field(None, gt=0)
-    retention_messages: int | None = Field(None, gt=0)
-    max_record_bytes: int = Field(DEFAULT_MAX_RECORD_BYTES, gt=0)
-    load_balance: bool = Field(False, description="All partitions share the subject (queue group)")
-    compaction: bool = Field(
-        False, description="Keep the latest record per key in the lake (cleanup.policy=compact)"
-    )
-    compaction_interval_s: float | None = Field(
-        None, gt=0, description="How often `liftlog compact --watch` compacts (needs compaction)"
-    )
-    delete_retention_ms: int = Field(
-        DEFAULT_DELETE_RETENTION_MS,
-        ge=0,
-        description="How long a tombstone (key, empty value) survives compaction",
-    )
-    encryption: bool = Field(
-        False,
-        description="Encrypt values at rest (needs a master key on every node; "
-        "refused with encryption_unavailable otherwise)",
-    )
-    timestamp_type: Literal["log_append", "create"] = Field(
-        DEFAULT_TIMESTAMP_TYPE,
-        description="log_append: the leader's append time; create: the producer's "
-        "Liftlog-Timestamp header (ms), within the nodes' ingest.max_timestamp_skew_ms",
-    )
-    auto_pause_ms: int | None = Field(
-        None,
-        gt=0,
-        description="Pause a partition after this long without appends; the next publish "
-        "or consumer fetch resumes it (null: never)",
-    )
-    auto_pause_disable_if_subscribers: bool = Field(
-        False, description="A waiting or recent consumer fetch keeps a partition from pausing"
+_ALTER_DOC = """``PATCH /v1/streams/{stream}``: only the fields sent change (``null`` clears an
+optional limit or restores a default). ``partitions`` may only grow. The immutable fields
+are accepted only with the stream's current value (a client may send back what describe
+showed); another value, or fewer partitions, is 409 ``immutable_field``."""
+
+if TYPE_CHECKING:
+    # to mypy a strict model without fields of its own: the routes only validate and dump it
+    StreamCreate = _Strict
+    StreamAlter = _Strict
+else:
+    # the stream spec's fields, as a create and an alter take them (ingest.api.stream_fields)
+    StreamCreate = create_model("StreamCreate", __base__=_Strict, **create_fields())
+    StreamAlter = create_model(
+        "StreamAlter", __base__=_Strict, __doc__=_ALTER_DOC, **alter_fields()
     )
 
 
@@ -94,34 +60,6 @@ class ReassignPlan(_Strict):
 class Decommission(_Strict):
     broker_id: int = Field(ge=0)
     dry_run: bool = Field(False, description="Only show the plan")
-
-
-class StreamAlter(_Strict):
-    """``PATCH /v1/streams/{stream}``: only the fields sent change (``null`` clears an
-    optional limit or restores a default). ``partitions`` may only grow. The immutable fields
-    are accepted only with the stream's current value (a client may send back what describe
-    showed); another value, or fewer partitions, is 409 ``immutable_field``."""
-
-    min_isr: int | None = Field(None, ge=1, description="1..replication_factor; null: majority")
-    ack_policy: Literal["none", "leader", "all"] | None = None
-    retention_ms: int | None = Field(None, gt=0)
-    retention_bytes: int | None = Field(None, gt=0)
-    retention_messages: int | None = Field(None, gt=0)
-    max_record_bytes: int | None = Field(None, gt=0)
-    compaction: bool | None = None
-    compaction_interval_s: float | None = Field(None, gt=0)
-    delete_retention_ms: int | None = Field(None, ge=0)
-    timestamp_type: Literal["log_append", "create"] | None = None
-    auto_pause_ms: int | None = Field(None, gt=0, description="null: never auto-pause")
-    auto_pause_disable_if_subscribers: bool | None = None
-    name: str | None = Field(None, description="immutable")
-    subject: str | None = Field(None, description="immutable")
-    partitions: int | None = Field(
-        None, ge=1, description="grow only: new partitions get leaders and start empty"
-    )
-    replication_factor: int | None = Field(None, description="immutable: use reassign")
-    load_balance: bool | None = Field(None, description="immutable")
-    encryption: bool | None = Field(None, description="immutable")
 
 
 class CursorSet(_Strict):

@@ -16,7 +16,7 @@ from ingest.api.tls_extension import HttpToolsTlsProtocol
 from spark_log.tls_config import ApiTlsConfig
 
 if TYPE_CHECKING:
-    from ingest.admin.node_view import NodeView as IngestNode
+    from ingest.admin.node_view import NodeView
 
 API_START_TIMEOUT_S = 10.0
 
@@ -50,7 +50,7 @@ def tls_options(tls: ApiTlsConfig) -> dict[str, Any]:
 
 
 class ApiServer:
-    def __init__(self, node: IngestNode, host: str, port: int) -> None:
+    def __init__(self, node: NodeView, host: str, port: int) -> None:
         self._app = create_app(node)
         config = uvicorn.Config(
             self._app,

@@ -9,14 +9,20 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from typing import Any
 
-from liftlog.cli.common import add_json_arg, add_server_arg, print_result, print_table, rest
+from liftlog.cli.common import (
+    Subcommands,
+    add_json_arg,
+    add_server_arg,
+    print_result,
+    print_table,
+    rest,
+)
 from spark_log.auth import Action
 from spark_log.client import auth_admin
 
 
-def add_auth_parser(sub: Any) -> None:
+def add_auth_parser(sub: Subcommands) -> None:
     auth = sub.add_parser("auth", help="bearer tokens (create, list, revoke) and whoami")
     asub = auth.add_subparsers(title="auth commands", metavar="COMMAND")
     token = asub.add_parser("token", help="create, list or revoke bearer tokens")
@@ -30,7 +36,7 @@ def add_auth_parser(sub: Any) -> None:
     _leaf(asub, "whoami", "the principal your credentials authenticate as", _whoami)
 
 
-def add_acl_parser(sub: Any) -> None:
+def add_acl_parser(sub: Subcommands) -> None:
     acl = sub.add_parser("acl", help="allow or deny principals actions on streams and cluster")
     asub = acl.add_subparsers(title="acl commands", metavar="COMMAND")
     add = _leaf(asub, "add", "add an ACL entry (allow, or deny with --deny)", _acl_add)
@@ -53,7 +59,7 @@ def add_acl_parser(sub: Any) -> None:
 
 
 def _leaf(
-    sub: Any, name: str, helptext: str, run: Callable[[argparse.Namespace], int]
+    sub: Subcommands, name: str, helptext: str, run: Callable[[argparse.Namespace], int]
 ) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(name, help=helptext)
     add_json_arg(parser, "the server's answer")

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
-from liftlog.cli.common import add_json_arg, add_server_arg, print_result, rest
+from liftlog.cli.common import Subcommands, add_json_arg, add_server_arg, print_result, rest
 from spark_log.api_models import ActivityStatus, DecommissionPlan
 
 ACTIVITY_ROUTE = "/v1/cluster/activity"
 
 
-def add_cluster_parser(sub: Any) -> None:
+def add_cluster_parser(sub: Subcommands) -> None:
     cluster = sub.add_parser(
         "cluster", help="cluster-wide admin actions (decommission, activity stream)"
     )

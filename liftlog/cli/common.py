@@ -6,13 +6,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import Any
+from collections.abc import Sequence
+from typing import TypeAlias
 
 from spark_log.api_models import Ack
 from spark_log.client.credentials import ENV_CREDENTIALS_FILE, ENV_NAMES, ClientCredentials
 from spark_log.client.rest import DEFAULT_SERVER, RestClient
 
 SERVER_ENV = "LIFTLOG_SERVER"
+
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""What ``add_subparsers`` returns, where each command group adds its commands."""
 
 
 def add_server_arg(parser: argparse.ArgumentParser) -> None:
@@ -80,18 +84,18 @@ def rest(args: argparse.Namespace, timeout_s: float | None = None) -> RestClient
     return RestClient(args.server, timeout_s, credentials(args))
 
 
-def num(value: Any) -> str:
+def num(value: object) -> str:
     """An offset or count for a table cell; '-' when unknown."""
     return "-" if value is None else str(value)
 
 
-def print_result(args: argparse.Namespace, document: Any, line: str) -> int:
+def print_result(args: argparse.Namespace, document: object, line: str) -> int:
     """A command's answer: the JSON document with ``--json``, else one line for people."""
     print(json.dumps(document, indent=2) if args.json else line)
     return 0
 
 
-def print_table(headers: list[str], rows: list[list[Any]]) -> None:
+def print_table(headers: list[str], rows: Sequence[Sequence[object]]) -> None:
     """Left-aligned columns two spaces apart, like ``kafka-topics --describe``."""
     cells = [headers, *[[str(c) for c in row] for row in rows]]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]

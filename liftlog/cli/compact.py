@@ -5,9 +5,8 @@ spec says it may be compacted: refusing must not cost a Spark start-up."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from liftlog.cli.common import add_server_arg, rest
+from liftlog.cli.common import Subcommands, add_server_arg, rest
 from spark_log.api_models import StreamDescription
 from spark_log.errors import InvalidRequestError
 
@@ -21,7 +20,7 @@ class CompactionNotEnabledError(InvalidRequestError):
     code = "compaction_disabled"
 
 
-def add_compact_parser(sub: Any) -> None:
+def add_compact_parser(sub: Subcommands) -> None:
     p = sub.add_parser(
         "compact",
         help="key compaction of a stream's lake table as a Spark job (latest record per key)",

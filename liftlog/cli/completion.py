@@ -7,15 +7,16 @@ Completion itself is argcomplete's: the shell runs ``liftlog`` with ``_ARGCOMPLE
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from argcomplete.shell_integration import shellcode
+
+from liftlog.cli.common import Subcommands
 
 COMPLETION_SHELLS = ("bash", "zsh")
 PROGRAM = "liftlog"
 
 
-def add_completion_parser(sub: Any) -> None:
+def add_completion_parser(sub: Subcommands) -> None:
     p = sub.add_parser(
         "completion",
         help="print the shell code enabling Tab completion",

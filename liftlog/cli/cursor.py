@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
 
-from liftlog.cli.common import add_json_arg, add_server_arg, print_result, rest
+from liftlog.cli.common import Subcommands, add_json_arg, add_server_arg, print_result, rest
 from spark_log.client import cursors
 
 
-def add_cursor_parser(sub: Any) -> None:
+def add_cursor_parser(sub: Subcommands) -> None:
     cursor = sub.add_parser("cursor", help="set, get or delete a durable cursor")
     csub = cursor.add_subparsers(title="cursor commands", metavar="COMMAND")
     setter = _leaf(csub, "set", "store the last offset a consumer processed", _set)
@@ -25,7 +24,7 @@ def add_cursor_parser(sub: Any) -> None:
 
 
 def _leaf(
-    sub: Any, name: str, helptext: str, run: Callable[[argparse.Namespace], int]
+    sub: Subcommands, name: str, helptext: str, run: Callable[[argparse.Namespace], int]
 ) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(name, help=helptext)
     parser.add_argument("stream", help="the stream")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from liftlog.cli.common import num, print_table
 from spark_log.api_models import (
@@ -76,7 +75,7 @@ def _lake_uri(lake: LakeRef | None) -> str:
     return lake.uri if lake else "disabled"
 
 
-def _partition_row(p: PartitionState) -> list[Any]:
+def _partition_row(p: PartitionState) -> list[object]:
     return [
         p.partition,
         "none" if p.leader < 0 else str(p.leader),

@@ -9,14 +9,13 @@ from __future__ import annotations
 import argparse
 import base64
 import os
-from typing import Any
 
-from liftlog.cli.common import add_json_arg, add_server_arg, print_result, rest
+from liftlog.cli.common import Subcommands, add_json_arg, add_server_arg, print_result, rest
 from spark_log.api_models import EncryptionRotation
 from spark_log.encryption_config import MASTER_KEY_BYTES
 
 
-def add_encryption_parser(sub: Any) -> None:
+def add_encryption_parser(sub: Subcommands) -> None:
     encryption = sub.add_parser(
         "encryption", help="encryption at rest: generate a master key, rotate master keys"
     )

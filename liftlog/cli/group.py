@@ -10,15 +10,15 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-from typing import Any
+from collections.abc import Callable
 
-from liftlog.cli.common import add_json_arg, add_server_arg, num, print_table, rest
+from liftlog.cli.common import Subcommands, add_json_arg, add_server_arg, num, print_table, rest
 from spark_log.api_models import GroupMember, GroupPartition
 from spark_log.client import group_admin
 from spark_log.errors import InvalidRequestError
 
 
-def add_group_parser(sub: Any) -> None:
+def add_group_parser(sub: Subcommands) -> None:
     group = sub.add_parser("group", help="list, describe, reset or delete consumer groups")
     gsub = group.add_subparsers(title="group commands", metavar="COMMAND")
     _leaf(gsub, "list", "every consumer group", _list, named=False)
@@ -52,7 +52,12 @@ def add_group_parser(sub: Any) -> None:
 
 
 def _leaf(
-    sub: Any, name: str, helptext: str, run: Any, *, named: bool = True
+    sub: Subcommands,
+    name: str,
+    helptext: str,
+    run: Callable[[argparse.Namespace], int],
+    *,
+    named: bool = True,
 ) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(name, help=helptext)
     if named:
@@ -63,7 +68,7 @@ def _leaf(
     return parser
 
 
-def _print_json(document: Any) -> int:
+def _print_json(document: object) -> int:
     print(json.dumps(document, indent=2))
     return 0
 
@@ -100,12 +105,12 @@ def _describe(args: argparse.Namespace) -> int:
     return 0
 
 
-def _partition_row(p: GroupPartition) -> list[Any]:
+def _partition_row(p: GroupPartition) -> list[object]:
     lag = num(p.lag)
     return [p.stream, p.partition, p.member_id or "-", num(p.committed), num(p.high_watermark), lag]
 
 
-def _member_row(m: GroupMember) -> list[Any]:
+def _member_row(m: GroupMember) -> list[object]:
     assigned, revoking = _partitions(m.assigned), _partitions(m.revoking)
     return [
         m.member_id,

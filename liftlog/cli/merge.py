@@ -15,19 +15,23 @@ from __future__ import annotations
 import asyncio
 import heapq
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from spark_log.client.positions import Stop
+
+if TYPE_CHECKING:
+    from spark_log.client import Client
+    from spark_log.log import Record
 
 TAIL_PAGE_RECORDS = 1000
 FOLLOW_WAIT_MS = 1000
 FOLLOW_QUEUE_RECORDS = 10_000
 
-Item = tuple[int, Any]  # (partition, record)
+Item = tuple[int, "Record"]  # (partition, record)
 
 
 async def merged_records(
-    client: Any, stream: str, offsets: dict[int, int], stop: Stop | None = None
+    client: Client, stream: str, offsets: dict[int, int], stop: Stop | None = None
 ) -> AsyncIterator[Item]:
     """Committed records from ``offsets`` (partition → first offset) up to each partition's
     high watermark taken at the start (or ``stop``, if earlier), merged by timestamp;
@@ -45,7 +49,7 @@ async def merged_records(
         if not past_stop(offsets[partition], stop)
     }
     try:
-        heap: list[tuple[int, int, int, Any]] = []
+        heap: list[tuple[int, int, int, Record]] = []
         for partition, reader in readers.items():  # the first step takes the partition's HW
             record = await _next_or_none(reader)
             if record is not None:
@@ -64,7 +68,7 @@ async def merged_records(
 
 
 async def follow_partitions(
-    client: Any,
+    client: Client,
     stream: str,
     offsets: dict[int, int],
     limit: int | None,
@@ -113,7 +117,7 @@ async def _next(queue: asyncio.Queue[Item], tasks: list[asyncio.Task[None]]) -> 
 
 
 async def _poll(
-    client: Any,
+    client: Client,
     stream: str,
     partition: int,
     offset: int,
@@ -141,13 +145,13 @@ def past_stop(offset: int, stop: Stop | None) -> bool:
     return isinstance(stop, int) and offset > stop
 
 
-async def _next_or_none(records: AsyncIterator[Any]) -> Any | None:
+async def _next_or_none(records: AsyncIterator[Record]) -> Record | None:
     try:
         return await anext(records)
     except StopAsyncIteration:
         return None
 
 
-def _entry(partition: int, record: Any) -> tuple[int, int, int, Any]:
+def _entry(partition: int, record: Record) -> tuple[int, int, int, Record]:
     # (timestamp, partition, offset) is unique, so the record itself is never compared
     return (record.timestamp, partition, record.offset, record)

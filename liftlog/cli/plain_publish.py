@@ -5,10 +5,10 @@ subject, no Liftlog headers, as a request so the node's ack comes back and is pr
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 import nats
 import nats.errors
+from nats.aio.client import Client as NatsClient
 
 from liftlog.cli.common import ack_line, rest
 from spark_log.api_models import Ack, ClusterInfo, StreamDescription
@@ -43,7 +43,7 @@ async def publish_plain(args: argparse.Namespace, values: list[str]) -> int:
     return 0
 
 
-async def _connect(url: str) -> Any:
+async def _connect(url: str) -> NatsClient:
     try:
         return await nats.connect(
             url,
@@ -56,7 +56,9 @@ async def _connect(url: str) -> Any:
         raise UnavailableError(f"cannot connect to NATS at {url}: {exc}") from exc
 
 
-async def _request(nc: Any, subject: str, payload: bytes, where: tuple[str, int, str]) -> bytes:
+async def _request(
+    nc: NatsClient, subject: str, payload: bytes, where: tuple[str, int, str]
+) -> bytes:
     """The reply to one request; ``where`` (stream, partition, NATS URL) names what a
     no-responders refusal is about, in the client's words."""
     try:

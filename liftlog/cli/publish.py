@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
 
-from liftlog.cli.common import ack_line, add_server_arg, credentials
+from liftlog.cli.common import Subcommands, ack_line, add_server_arg, credentials
 from liftlog.cli.plain_publish import publish_plain
 from spark_log.errors import InvalidRequestError
 from spark_log.stream_spec import ACK_POLICIES
@@ -23,7 +22,7 @@ LIFTLOG_ONLY_OPTIONS = {
 }
 
 
-def add_publish_parser(sub: Any) -> None:
+def add_publish_parser(sub: Subcommands) -> None:
     p = sub.add_parser(
         "publish",
         help="publish records to a stream (values as arguments or stdin lines)",

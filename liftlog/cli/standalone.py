@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
+from liftlog.cli.common import Subcommands
 from liftlog.embedded.port_check import (
     PORT_NATS,
     PORT_NODE_API,
@@ -43,7 +43,7 @@ class PortsTakenError(PortInUseError):
         )
 
 
-def add_standalone_parser(sub: Any) -> None:
+def add_standalone_parser(sub: Subcommands) -> None:
     p = sub.add_parser("standalone", help="run NATS, ZooKeeper and N nodes on this machine")
     p.add_argument(
         "--nodes",
@@ -156,7 +156,7 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
-def add_node_parser(sub: Any) -> None:
+def add_node_parser(sub: Subcommands) -> None:
     p = sub.add_parser("node", help="run one ingest node against existing NATS and ZooKeeper")
     p.add_argument(
         "--config",

@@ -6,9 +6,8 @@ import argparse
 import functools
 import json
 from collections.abc import Callable
-from typing import Any
 
-from liftlog.cli.common import add_json_arg, add_server_arg, rest
+from liftlog.cli.common import Subcommands, add_json_arg, add_server_arg, rest
 from liftlog.cli.describe import print_describe, print_flush, print_stream_list
 from spark_log.api_models import (
     FlushResult,
@@ -18,6 +17,7 @@ from spark_log.api_models import (
     StreamList,
     UncleanElection,
 )
+from spark_log.json_types import JsonObject
 from spark_log.stream_spec import (
     ACK_POLICIES,
     ALTERABLE_FIELDS,
@@ -46,7 +46,7 @@ OPTIONAL_SPEC_FIELDS = (
 )
 
 
-def add_stream_parser(sub: Any) -> argparse.ArgumentParser:
+def add_stream_parser(sub: Subcommands) -> argparse.ArgumentParser:
     """Returns the ``stream create`` parser: its flags name the stream spec's fields."""
     p = sub.add_parser(
         "stream",
@@ -83,7 +83,7 @@ def add_stream_parser(sub: Any) -> argparse.ArgumentParser:
     return create
 
 
-def _create_parser(ssub: Any) -> argparse.ArgumentParser:
+def _create_parser(ssub: Subcommands) -> argparse.ArgumentParser:
     create: argparse.ArgumentParser = ssub.add_parser(
         "create", help="create a stream on a NATS subject"
     )
@@ -168,7 +168,7 @@ def _create_parser(ssub: Any) -> argparse.ArgumentParser:
     return create
 
 
-def _alter_parser(ssub: Any) -> None:
+def _alter_parser(ssub: Subcommands) -> None:
     """Only the flags given are sent (default of each: unchanged); ``none`` clears a limit
     (or restores the default)."""
     alter = ssub.add_parser(
@@ -257,7 +257,7 @@ def _stream_alter(args: argparse.Namespace) -> int:
     return 0
 
 
-def _unclean_parser(ssub: Any) -> None:
+def _unclean_parser(ssub: Subcommands) -> None:
     unclean = ssub.add_parser(
         "elect-unclean",
         help="elect a replica outside the ISR (shows the offsets that may be lost first)",
@@ -272,7 +272,7 @@ def _unclean_parser(ssub: Any) -> None:
     unclean.set_defaults(run=_stream_elect_unclean)
 
 
-def _preferred_parser(ssub: Any) -> None:
+def _preferred_parser(ssub: Subcommands) -> None:
     preferred = ssub.add_parser(
         "elect-preferred",
         help="move leadership back to the preferred replica (where it is live and in sync)",
@@ -284,7 +284,7 @@ def _preferred_parser(ssub: Any) -> None:
     preferred.set_defaults(run=_stream_elect_preferred)
 
 
-def _reassign_parser(ssub: Any) -> None:
+def _reassign_parser(ssub: Subcommands) -> None:
     reassign = ssub.add_parser(
         "reassign",
         help="move partitions' replicas to other brokers (or show or cancel the moves in progress)",
@@ -321,7 +321,7 @@ def _reassign_parser(ssub: Any) -> None:
 
 
 def _stream_create(args: argparse.Namespace) -> int:
-    body: dict[str, Any] = {
+    body: dict[str, object] = {
         "name": args.name,
         "subject": args.subject,
         "partitions": args.partitions,
@@ -381,11 +381,11 @@ def _stream_elect_preferred(args: argparse.Namespace) -> int:
     return 0
 
 
-def _reassign_plan(args: argparse.Namespace) -> dict[str, Any]:
+def _reassign_plan(args: argparse.Namespace) -> JsonObject:
     """The REST body from ``--plan FILE`` or ``--partition P --replicas A,B``."""
     if args.plan is not None:
         with open(args.plan) as plan:
-            body: dict[str, Any] = json.load(plan)
+            body: JsonObject = json.load(plan)
         return body
     if args.partition is None or args.replicas is None:
         raise SystemExit("reassign: give --partition P --replicas A,B[,...], or --plan FILE")

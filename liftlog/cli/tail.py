@@ -6,9 +6,9 @@ import argparse
 import asyncio
 import datetime as dt
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from liftlog.cli.common import add_server_arg, credentials
+from liftlog.cli.common import Subcommands, add_server_arg, credentials
 from liftlog.cli.merge import follow_partitions, merged_records
 from spark_log.client.positions import START_NAMES, STOP_LATEST, Cursor, Start, Stop, check_order
 from spark_log.errors import InvalidRequestError
@@ -17,11 +17,12 @@ CURSOR_PREFIX = "cursor:"
 
 if TYPE_CHECKING:
     from spark_log.client import Client
+    from spark_log.log import Record
 
 DEFAULT_TAIL_START = "earliest"
 
 
-def add_tail_parser(sub: Any) -> None:
+def add_tail_parser(sub: Subcommands) -> None:
     p = sub.add_parser(
         "tail",
         help="print a stream's committed records (every partition, merged by time)",
@@ -155,7 +156,7 @@ async def _partitions(client: Client, stream: str, chosen: list[int] | None) -> 
     return sorted(set(chosen))
 
 
-def print_record(partition: int, record: Any, as_json: bool) -> None:
+def print_record(partition: int, record: Record, as_json: bool) -> None:
     """One line per record: ``partition=P offset=O<TAB>time[<TAB>key=K]<TAB>value``."""
     value = record.value.decode("utf-8", "replace")
     key = record.key.decode("utf-8", "replace") if record.key is not None else None
@@ -169,7 +170,7 @@ def print_record(partition: int, record: Any, as_json: bool) -> None:
     print(f"partition={partition} offset={record.offset}\t{when}{key_part}\t{value}", flush=True)
 
 
-def _record_json(partition: int, record: Any, key: str | None, value: str) -> dict[str, Any]:
+def _record_json(partition: int, record: Record, key: str | None, value: str) -> dict[str, object]:
     return {
         "partition": partition,
         "offset": record.offset,

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+
+from liftlog.cli.common import Subcommands
 
 DEFAULT_BENCH_SIZES = "100,1024"
 DEFAULT_BENCH_REPLICATION = 1
 DEFAULT_DEMO_EVENTS = 5000
 
 
-def add_bench_parser(sub: Any) -> None:
+def add_bench_parser(sub: Subcommands) -> None:
     p = sub.add_parser("bench", help="benchmark Liftlog beside JetStream on an embedded stack")
     p.add_argument(
         "--records",
@@ -48,7 +49,7 @@ def _bench(args: argparse.Namespace) -> int:
     )
 
 
-def add_demo_parser(sub: Any) -> None:
+def add_demo_parser(sub: Subcommands) -> None:
     p = sub.add_parser("demo", help="embedded stack, a stream, sample events, read back, stop")
     p.add_argument(
         "--events",

@@ -10,10 +10,10 @@ wondering why the setting did nothing, and applying it would make every node col
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from spark_log.config import NodeConfig
 from spark_log.errors import ConfigError
+from spark_log.json_types import JsonObject
 from spark_log.toml_file import read_toml
 from spark_log.typed_config import from_mapping
 
@@ -33,7 +33,7 @@ LAUNCHER_OWNED_KEYS: dict[str, str] = {
 _CHECK_IDENTITY = {"broker_id": 1, "data_dir": "/"}
 
 
-def load_node_settings(path: str | Path) -> dict[str, Any]:
+def load_node_settings(path: str | Path) -> JsonObject:
     """The file's settings as a mapping for ``Standalone(node_overrides=...)``, checked."""
     data = read_toml(path)
     owned = sorted(set(data) & set(LAUNCHER_OWNED_KEYS))

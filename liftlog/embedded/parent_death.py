@@ -36,7 +36,7 @@ import subprocess
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, NamedTuple
 
 PARENT_DEATH_SIGNAL = "KILL"
 SHELL = "/bin/sh"
@@ -49,7 +49,15 @@ PARENT_CHECK = (
 POPEN_ERRORS = (OSError, ValueError, TypeError, subprocess.SubprocessError)
 SETPRIV = shutil.which("setpriv")
 
-_SpawnRequest = tuple[list[str], dict[str, Any], "Future[subprocess.Popen[bytes]]"]
+
+class _SpawnRequest(NamedTuple):
+    """What the spawner thread is asked: start ``argv``, hand the process to ``result``."""
+
+    argv: list[str]
+    kwargs: dict[str, Any]  # Popen's, as given: typeshed types them by overloads, not forwardable
+    result: Future[subprocess.Popen[bytes]]
+
+
 _requests: queue.Queue[_SpawnRequest] = queue.Queue()
 _spawner_lock = threading.Lock()
 _spawner: threading.Thread | None = None
@@ -87,8 +95,9 @@ def _ensure_spawner() -> None:
 
 
 def popen_dying_with_parent(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
-    """``subprocess.Popen`` whose child is SIGKILLed by the kernel when this process dies."""
+    """``subprocess.Popen`` whose child is SIGKILLed by the kernel when this process dies
+    (``kwargs``: Popen's, passed through as they are)."""
     _ensure_spawner()
     result: Future[subprocess.Popen[bytes]] = Future()
-    _requests.put((dying_with_parent(argv), kwargs, result))
+    _requests.put(_SpawnRequest(dying_with_parent(argv), kwargs, result))
     return result.result()

@@ -321,10 +321,6 @@ class Standalone(StartStop):
             raise InvalidRequestError(f"no node {i}: this standalone has {len(self.nodes)}")
         return self.nodes[i - 1]
 
-    def restart_node(self, i: int, timeout_s: float | None = None) -> NodeProcess:
-        """Stop node ``i`` (cleanly if still running) and start it again on the same data."""
-        return self.node(i).restart(timeout_s)
-
     def endpoints(self) -> list[tuple[str, str]]:
         """(name, address) of every component, in the order a user needs them."""
         found = (

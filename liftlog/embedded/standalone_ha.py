@@ -14,7 +14,6 @@ Layout under the stack's data directory: ``nats/server-<i>/`` and ``zookeeper/se
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from liftlog.embedded.component import Component
 from liftlog.embedded.nats_auth import NatsServerSecurity
@@ -69,7 +68,7 @@ class HaTopology:
         """Every server, NATS first (the order start and stop use)."""
         return [*self.nats.servers, *self.zookeeper.servers]
 
-    def node_settings(self, broker_id: int) -> dict[str, Any]:
+    def node_settings(self, broker_id: int) -> dict[str, object]:
         """Node ``broker_id``'s NATS servers (its own first) and ZooKeeper connect string."""
         own = (broker_id - 1) % len(self.nats.servers)
         return {

@@ -22,7 +22,6 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from liftlog.embedded.certs import ADMIN_PRINCIPAL, StackCerts, generate_stack_certs
 from liftlog.embedded.nats_auth import NatsServerTls, SecureNats, secure_nats
@@ -61,7 +60,7 @@ class SecureStack:
         write_secret(credentials_file, _credentials_toml(token, certs.ca_file))
         return cls(tls_dir, certs, token, token_file, credentials_file)
 
-    def node_settings(self, broker_id: int) -> dict[str, Any]:
+    def node_settings(self, broker_id: int) -> dict[str, object]:
         """Node ``broker_id``'s ``[api_tls]`` (HTTPS, client certificates of the stack's CA
         accepted) and ``[auth]`` (on, the bootstrap token of ``admin``; the nodes' own
         certificate principals are super users, as Kafka's brokers are)."""

@@ -7,7 +7,7 @@ The names below load on first use, so a module that needs only the REST transpor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 __all__ = ["Ack", "Client", "Cursor", "Fetched", "GroupConsumer", "SyncClient"]
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from spark_log.client.sync_client import SyncClient
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """Each name imported on first use (literal imports, which the import-rule test follows)."""
     if name == "Ack":
         from spark_log.api_models import Ack

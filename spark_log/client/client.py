@@ -11,13 +11,14 @@ import asyncio
 import datetime as dt
 import itertools
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any, NoReturn
+from collections.abc import AsyncGenerator, Iterable, Mapping
+from typing import NoReturn
 
 import nats
 import nats.errors
 import pyarrow as pa
 from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
 
 from spark_log.api_models import (
     Ack,
@@ -68,6 +69,7 @@ from spark_log.errors import (
     RequestTimeoutError,
     UnavailableError,
 )
+from spark_log.json_types import JsonMapping, JsonObject
 from spark_log.log import Record
 from spark_log.log.fetch_table import records_of_fetch_table
 from spark_log.nats_config import NatsCredentials, nats_credentials_from_env
@@ -165,7 +167,7 @@ class Client(AuthAdminMixin, CursorMixin):
 
     # ----------------------------------------------------------------- admin (REST)
 
-    async def create_stream(self, name: str, subject: str, **options: Any) -> StreamDescription:
+    async def create_stream(self, name: str, subject: str, **options: object) -> StreamDescription:
         """Create a stream (idempotent for an identical spec); returns its description."""
         body = {"name": name, "subject": subject, **options}
         resp = await asyncio.to_thread(self.rest.request, "POST", "/v1/streams", json_body=body)
@@ -199,7 +201,7 @@ class Client(AuthAdminMixin, CursorMixin):
         resp = await asyncio.to_thread(self.rest.request, "POST", f"/v1/streams/{name}/{action}")
         return StreamDescription.from_json(resp.json())
 
-    async def alter_stream(self, name: str, **changes: Any) -> StreamDescription:
+    async def alter_stream(self, name: str, **changes: object) -> StreamDescription:
         """Change alterable spec fields (``retention_ms=...``, ``min_isr=...``; ``None``
         clears a limit); every node applies them without a restart."""
         resp = await asyncio.to_thread(
@@ -350,7 +352,7 @@ class Client(AuthAdminMixin, CursorMixin):
         headers: dict[str, str],
         ack_policy: str | None,
         timeout_s: float | None,
-    ) -> dict[str, Any] | None:
+    ) -> JsonObject | None:
         """Publish and wait for the ack, retrying what ``spark_log.client.publish_retry`` allows
         within ``delivery_timeout_s``: a leadership change then costs latency, not errors."""
         has_msg_id = HEADER_MSG_ID in headers
@@ -397,7 +399,7 @@ class Client(AuthAdminMixin, CursorMixin):
         headers: dict[str, str],
         ack_policy: str | None,
         timeout_s: float | None,
-    ) -> dict[str, Any] | None:
+    ) -> JsonObject | None:
         nc = await self._nats()
         subject = spec.partition_subject(partition)
         if ack_policy == "none":
@@ -406,7 +408,7 @@ class Client(AuthAdminMixin, CursorMixin):
         async with self._in_flight:
             loop = asyncio.get_running_loop()
             reply = f"{self._inbox}.{next(self._next_reply)}"
-            fut: asyncio.Future[dict[str, Any]] = loop.create_future()
+            fut: asyncio.Future[JsonObject] = loop.create_future()
             self._waiting[reply] = (spec.name, partition, subject, fut)
             timeout = timeout_s or self.ack_timeout_s
             # a timer handle is far cheaper than asyncio.wait_for on this hot path
@@ -418,7 +420,7 @@ class Client(AuthAdminMixin, CursorMixin):
                 timer.cancel()
                 self._waiting.pop(reply, None)
 
-    async def _on_ack(self, msg: Any) -> None:
+    async def _on_ack(self, msg: Msg) -> None:
         waiting = self._waiting.get(msg.subject)
         if waiting is None:
             return
@@ -502,7 +504,7 @@ class Client(AuthAdminMixin, CursorMixin):
         fetch_max_records: int = DEFAULT_FETCH_RECORDS,
         max_records: int | None = None,
         stop_at_end: bool = False,
-    ) -> AsyncIterator[Record]:
+    ) -> AsyncGenerator[Record, None]:
         """Yield committed records as they arrive, from a start position to a stop position.
 
         ``start``: ``"earliest"``, ``"latest"`` (the last committed record, inclusive),
@@ -732,10 +734,10 @@ def no_responders_error(
 
 
 # what a publish waiting for its ack remembers: stream, partition, subject, the future
-_Waiting = tuple[str, int, str, "asyncio.Future[dict[str, Any]]"]
+_Waiting = tuple[str, int, str, "asyncio.Future[JsonObject]"]
 
 
-def ack_from_wire(stream: str, body: Mapping[str, Any], count: int = 1) -> Ack:
+def ack_from_wire(stream: str, body: JsonMapping, count: int = 1) -> Ack:
     """The typed ack from a decoded ack body (``spark_log.wire.decode_ack``); ``stream`` stands
     in when the body omits it, ``count`` when an old node's batch ack omits it."""
     # built directly: this runs once per publish, a generic model parse costs ~8x more
@@ -758,14 +760,14 @@ def _raise_outcome(last: LiftlogError, maybe_stored: LiftlogError | None) -> NoR
     raise last
 
 
-def _is_no_responders(msg: Any) -> bool:
+def _is_no_responders(msg: Msg) -> bool:
     """nats-server's 503 status reply: nobody subscribes to the subject published to."""
     headers = getattr(msg, "headers", None) or {}
     return not msg.data and headers.get("Status") == NO_RESPONDERS_STATUS
 
 
 def _expire(
-    fut: asyncio.Future[dict[str, Any]], stream: str, partition: int, subject: str, timeout: float
+    fut: asyncio.Future[JsonObject], stream: str, partition: int, subject: str, timeout: float
 ) -> None:
     if not fut.done():
         fut.set_exception(
@@ -839,7 +841,8 @@ def encode_arrow_table(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
-    return sink.getvalue().to_pybytes()
+    payload: bytes = sink.getvalue().to_pybytes()
+    return payload
 
 
 def decode_fetch_arrow(body: bytes) -> list[Record]:

@@ -17,7 +17,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from spark_log.api_models import MemberAssignment
 from spark_log.client.fetched import Fetched
@@ -44,6 +44,7 @@ from spark_log.errors import (
 from spark_log.log.records import Header
 
 log = logging.getLogger("liftlog.group")
+T = TypeVar("T")
 
 RebalanceCallback = Callable[[list[StreamPartition]], Awaitable[None] | None]
 DEFAULT_GROUP_FETCH_RECORDS = 500
@@ -475,6 +476,7 @@ class GroupConsumer:
             self._queue.get_nowait()
         self._queue.put_nowait(None)
 
+    # asyncio types a coroutine's yield and send values as Any
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = self._watch(coro)
         self._tasks.add(task)
@@ -491,7 +493,7 @@ class GroupConsumer:
         task.add_done_callback(done)
         return task
 
-    async def _retrying(self, call: Callable[[], Awaitable[Any]]) -> Any:
+    async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
         """``call`` retried on coordinator or leader changes, for one session timeout."""
         loop = asyncio.get_running_loop()
         give_up = loop.time() + self._session_s

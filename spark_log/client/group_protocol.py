@@ -13,12 +13,12 @@ import asyncio
 import functools
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from spark_log.api_models import GroupCommitted, GroupOffsets, MemberAssignment
 from spark_log.client.group_admin import group_path
 from spark_log.client.group_session import StreamPartition
 from spark_log.client.rest import RestClient
+from spark_log.json_types import JsonValue
 
 COORDINATOR_THREADS = 3
 
@@ -87,8 +87,8 @@ class GroupProtocol:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     async def _call(
-        self, method: str, suffix: str, body: Any = None, timeout_s: float | None = None
-    ) -> Any:
+        self, method: str, suffix: str, body: object = None, timeout_s: float | None = None
+    ) -> JsonValue:
         loop = asyncio.get_running_loop()
         call = functools.partial(
             self.rest.request,

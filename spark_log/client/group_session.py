@@ -161,7 +161,7 @@ def retriable(exc: LiftlogError) -> bool:
         NotEnoughReplicasError,
         RequestTimeoutError,
     )
-    return isinstance(exc, kinds) or getattr(exc, "status", None) in RETRIABLE_STATUSES
+    return isinstance(exc, kinds) or exc.status in RETRIABLE_STATUSES
 
 
 def backoff_s(attempt: int) -> float:

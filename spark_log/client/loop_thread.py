@@ -38,6 +38,7 @@ class LoopThread:
         self._loop = asyncio.new_event_loop()
         self._lock = threading.Lock()
         self._closed = False
+        # the calls in flight, of every result type (a Future's type parameter is invariant)
         self._pending: set[concurrent.futures.Future[Any]] = set()
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
@@ -54,7 +55,7 @@ class LoopThread:
         if threading.current_thread() is self._thread:
             raise LoopReentryError(f"{what} called from the client's own event loop thread")
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:  # asyncio types yield and send as Any
         """Run ``coro`` on the loop and return its result (or raise its error). A
         KeyboardInterrupt in the caller cancels the coroutine too. Raises UnavailableError
         when the loop is stopped (before or while the call runs), LoopReentryError when called

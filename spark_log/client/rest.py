@@ -10,11 +10,12 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from spark_log.client.credentials import ClientCredentials
 from spark_log.errors import InvalidRequestError, LiftlogError, UnavailableError
+from spark_log.json_types import JsonValue
 from spark_log.wire import error_from_json
 
 DEFAULT_SERVER = "http://127.0.0.1:9644"
@@ -27,7 +28,7 @@ class RestResponse:
     headers: dict[str, str]  # names lower-cased
     body: bytes
 
-    def json(self) -> Any:
+    def json(self) -> JsonValue:
         return json.loads(self.body)
 
 
@@ -63,8 +64,8 @@ class RestClient:
         method: str,
         path: str,
         *,
-        params: dict[str, Any] | None = None,
-        json_body: Any = None,
+        params: Mapping[str, object] | None = None,
+        json_body: object = None,
         data: bytes | None = None,
         headers: dict[str, str] | None = None,
         server: str | None = None,
@@ -92,8 +93,20 @@ class RestClient:
                 last = exc
         raise UnavailableError(f"no Liftlog node answered ({', '.join(self.servers)}): {last}")
 
-    def get_json(self, path: str, **kwargs: Any) -> Any:
-        return self.request("GET", path, **kwargs).json()
+    def get_json(
+        self,
+        path: str,
+        *,
+        params: Mapping[str, object] | None = None,
+        headers: dict[str, str] | None = None,
+        server: str | None = None,
+        timeout_s: float | None = None,
+    ) -> JsonValue:
+        """The decoded JSON body of a GET (``request``'s options)."""
+        response = self.request(
+            "GET", path, params=params, headers=headers, server=server, timeout_s=timeout_s
+        )
+        return response.json()
 
 
 def _build_request(
@@ -121,5 +134,5 @@ def _typed_error(exc: urllib.error.HTTPError) -> LiftlogError:
         err = error_from_json(payload["error"])
     else:
         err = LiftlogError(f"HTTP {exc.code}: {payload}")
-    err.status = exc.code  # type: ignore[attr-defined]
+    err.status = exc.code
     return err

@@ -35,6 +35,7 @@ R = TypeVar("R")
 
 
 def _blocking(
+    # asyncio types a coroutine's yield and send values as Any
     method: Callable[Concatenate[Client, P], Coroutine[Any, Any, R]],
 ) -> Callable[Concatenate[SyncClient, P], R]:
     """``Client.method`` as a blocking ``SyncClient`` method: same signature, same errors."""
@@ -95,11 +96,11 @@ class SyncClient:
     # ----------------------------------------------------------------- admin, publish, fetch
     # The same operations as ``Client`` with the same signatures, run to completion.
 
-    def create_stream(self, name: str, subject: str, **options: Any) -> StreamDescription:
+    def create_stream(self, name: str, subject: str, **options: object) -> StreamDescription:
         """Create a stream (``options`` as ``Client.create_stream``)."""
         return self._loop.run(self._client.create_stream(name, subject, **options))
 
-    def alter_stream(self, name: str, **changes: Any) -> StreamDescription:
+    def alter_stream(self, name: str, **changes: object) -> StreamDescription:
         """Change alterable spec fields (``changes`` as ``Client.alter_stream``)."""
         return self._loop.run(self._client.alter_stream(name, **changes))
 

@@ -63,8 +63,8 @@ def load_key(
             raise ConfigError(f"encryption.{what}_file: cannot read {file}: {exc}") from exc
         return decode_key(text, f"encryption.{what}_file {file}")
     if env_name:
-        text = environ.get(env_name)
-        if not text:
+        variable = environ.get(env_name)
+        if not variable:
             raise ConfigError(f"encryption.{what}_env: environment variable {env_name} is not set")
-        return decode_key(text, f"encryption.{what}_env {env_name}")
+        return decode_key(variable, f"encryption.{what}_env {env_name}")
     return None

@@ -100,7 +100,8 @@ def _sealed_bytes(wrapped: str, master_key_identifier: str) -> bytes:
     return sealed
 
 
-class LocalWrapKmsClient(pe.KmsClient):
+# pyarrow ships no type information, so its KmsClient base class is Any to mypy
+class LocalWrapKmsClient(pe.KmsClient):  # type: ignore[misc]
     """A KMS client over data keys held in memory, keyed by master-key identifier: wraps and
     unwraps locally, never calls out. An identifier it has no key for is KeyUnavailableError
     (a file of another partition or stream)."""

@@ -12,12 +12,12 @@ clear stream's ``append``, so exactly-once export does not depend on how the fil
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from spark_log.crypto.parquet_kms import PartitionFileCrypto
 from spark_log.errors import NotLeaderError
+from spark_log.json_types import JsonMapping
 from spark_log.lake.errors import LakeCommitConflictError
 from spark_log.lake.extract import LakeRange
 from spark_log.lake.file_writer import PartitionFileWriter
@@ -35,7 +35,7 @@ class ExportCommit:
 
     partition: int
     still_allowed: Callable[[], bool]
-    metadata: Mapping[str, Any]
+    metadata: JsonMapping
 
 
 def export_file_name() -> str:

@@ -5,14 +5,15 @@ that could not decrypt it."""
 
 from __future__ import annotations
 
-from typing import Any
-
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from spark_log.crypto.parquet_kms import PartitionFileCrypto
 
 
-def open_parquet(source: Any, crypto: PartitionFileCrypto | None = None) -> pq.ParquetFile:
+def open_parquet(
+    source: str | pa.NativeFile, crypto: PartitionFileCrypto | None = None
+) -> pq.ParquetFile:
     """``source`` (a path or an open input file) as a ParquetFile; ``crypto``: the partition's
     keys, for an encrypted stream's files (None: a clear stream).
 

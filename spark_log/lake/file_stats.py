@@ -19,11 +19,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Collection
-from typing import Any
 
 import pyarrow.parquet as pq
 
-from spark_log.lake.layout import MICROS_PER_MILLI
+from spark_log.lake.layout import MICROS_PER_MILLI, ParquetStatistic
 
 STATS_COLUMNS = ("offset", "timestamp")
 """Columns with min/max statistics (what readers prune on)."""
@@ -36,8 +35,8 @@ def parquet_stats_json(metadata: pq.FileMetaData, encrypted: Collection[str] = (
     columns = {
         name: index for name, index in _top_level_columns(metadata).items() if name not in encrypted
     }
-    mins: dict[str, Any] = {}
-    maxs: dict[str, Any] = {}
+    mins: dict[str, int | str] = {}
+    maxs: dict[str, int | str] = {}
     nulls: dict[str, int] = {}
     for name in NULL_COUNT_COLUMNS:
         count = _null_count(metadata, columns.get(name))
@@ -83,7 +82,9 @@ def _null_count(metadata: pq.FileMetaData, column: int | None) -> int | None:
     return total
 
 
-def _min_max(metadata: pq.FileMetaData, column: int | None) -> tuple[Any, Any] | None:
+def _min_max(
+    metadata: pq.FileMetaData, column: int | None
+) -> tuple[ParquetStatistic, ParquetStatistic] | None:
     """The file-wide bounds of a column; None when any row group lacks them (or no rows)."""
     if column is None or metadata.num_rows == 0:
         return None
@@ -100,7 +101,7 @@ def _min_max(metadata: pq.FileMetaData, column: int | None) -> tuple[Any, Any] |
     return (min(lows), max(highs)) if lows else None
 
 
-def _iso_millis(value: Any, *, up: bool) -> str:
+def _iso_millis(value: int | dt.datetime, *, up: bool) -> str:
     """A Parquet timestamp statistic (datetime or int micros) as Delta's stats string."""
     micros = value if isinstance(value, int) else _to_micros(value)
     millis, rest = divmod(micros, MICROS_PER_MILLI)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -61,7 +60,7 @@ def write_lake_id(lake: str | LakeStorage, lake_id: str) -> None:
         raise LakeError(f"cannot write the lake's identity file {path}: {exc}") from exc
 
 
-def _write(filesystem: Any, path: str, body: bytes) -> None:
+def _write(filesystem: pafs.FileSystem, path: str, body: bytes) -> None:
     with filesystem.open_output_stream(path) as stream:
         stream.write(body)
 
@@ -70,7 +69,7 @@ def _storage(lake: str | LakeStorage) -> LakeStorage:
     return LakeStorage(lake) if isinstance(lake, str) else lake
 
 
-def _resolve(storage: LakeStorage) -> tuple[Any, str]:
+def _resolve(storage: LakeStorage) -> tuple[pafs.FileSystem, str]:
     """The identity file's filesystem and path: an S3 lake's through its own options (endpoint,
     credentials), other URIs through pyarrow's defaults."""
     uri = identity_path(storage.uri)
@@ -79,7 +78,7 @@ def _resolve(storage: LakeStorage) -> tuple[Any, str]:
     if "://" not in uri:
         return pafs.LocalFileSystem(), uri
     try:
-        return pafs.FileSystem.from_uri(uri)
+        resolved: tuple[pafs.FileSystem, str] = pafs.FileSystem.from_uri(uri)
     except pa.ArrowInvalid as exc:
         if UNSUPPORTED_SCHEME in str(exc):
             raise UnsupportedLakeSchemeError(
@@ -88,6 +87,7 @@ def _resolve(storage: LakeStorage) -> tuple[Any, str]:
         raise LakeError(f"cannot open the lake at {uri}: {exc}") from exc
     except (OSError, pa.ArrowException) as exc:
         raise LakeError(f"cannot open the lake at {uri}: {exc}") from exc
+    return resolved
 
 
 def _parse(raw: bytes, path: str) -> str:

@@ -10,7 +10,7 @@ non-overlapping whoever leads.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
 
@@ -32,6 +32,11 @@ LAKE_SCHEMA = pa.schema(
     ]
 )
 APP_ID_PREFIX = "liftlog"
+
+# pyarrow ships no type information: a row of ``Table.to_pylist()`` (an add action's columns)
+# and a Parquet statistic's min or max (an int, a datetime or bytes, by the column's type)
+ArrowRow: TypeAlias = dict[str, Any]
+ParquetStatistic: TypeAlias = Any
 
 
 def table_uri(lake_uri: str, stream: str, created_at_ms: int) -> str:
@@ -66,7 +71,7 @@ def file_location(uri: str, relative: str) -> str:
     return os.path.join(uri, relative)
 
 
-def to_micros(value: Any) -> int | None:
+def to_micros(value: object) -> int | None:
     """A timestamp statistic (datetime or integer µs) as µs since the epoch; None stays None."""
     if value is None:
         return None

@@ -11,7 +11,7 @@ through here.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,7 +23,7 @@ from spark_log.crypto.parquet_kms import PartitionFileCrypto
 from spark_log.errors import LakeError, LiftlogError
 from spark_log.lake.errors import LakeFileGoneError, LakeFileReadError
 from spark_log.lake.file_reader import open_parquet
-from spark_log.lake.layout import FILE_SCHEMA, to_micros
+from spark_log.lake.layout import FILE_SCHEMA, ParquetStatistic, to_micros
 from spark_log.lake.storage import LakeStorage
 
 DEFAULT_BATCH_ROWS = 65_536
@@ -129,7 +129,9 @@ def row_groups(
     return whole, cut
 
 
-def _min_max(group: pq.RowGroupMetaData, column: int | None) -> tuple[Any, Any]:
+def _min_max(
+    group: pq.RowGroupMetaData, column: int | None
+) -> tuple[ParquetStatistic, ParquetStatistic]:
     if column is None:
         return None, None
     stats = group.column(column).statistics
@@ -151,7 +153,7 @@ def open_file(
     return open_parquet(_open(path, storage), crypto)
 
 
-def _open(path: str, storage: LakeStorage | None) -> Any:
+def _open(path: str, storage: LakeStorage | None) -> str | pa.NativeFile:
     """A local path as is; a URI (s3://, gs://, ...) through the lake's filesystem."""
     if "://" not in path:
         return path

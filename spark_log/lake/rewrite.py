@@ -28,7 +28,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction
@@ -36,8 +35,15 @@ from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.transaction import AddAction, RemoveAction
 
 from spark_log.errors import LakeError
+from spark_log.json_types import JsonMapping
 from spark_log.lake.errors import LakeCommitConflictError
-from spark_log.lake.layout import LAKE_SCHEMA, PARTITION_COLUMN, app_id, file_location
+from spark_log.lake.layout import (
+    LAKE_SCHEMA,
+    PARTITION_COLUMN,
+    ArrowRow,
+    app_id,
+    file_location,
+)
 from spark_log.lake.new_file import NewFile
 from spark_log.lake.storage import LakeStorage
 from spark_log.lake.table import FOREIGN_ERRORS, MAX_COMMIT_RETRIES
@@ -110,7 +116,7 @@ class RewriteSnapshot:
         removed: Sequence[TableFile],
         added: Sequence[NewFile],
         transactions: Mapping[str, int],
-        metadata: Mapping[str, Any],
+        metadata: JsonMapping,
         *,
         data_change: bool = True,
     ) -> int:
@@ -159,7 +165,7 @@ class RewriteSnapshot:
             raise LakeError(f"cannot commit the rewrite of {self.stream}'s files: {exc}") from exc
         return self._committed_version(metadata)
 
-    def _committed_version(self, metadata: Mapping[str, Any]) -> int:
+    def _committed_version(self, metadata: JsonMapping) -> int:
         """The version the commit got: delta-rs does not return it, and other commits may
         have landed before it, so find it in the history by its metadata."""
         read_version = self._table.version()
@@ -172,7 +178,7 @@ class RewriteSnapshot:
             raise LakeError(f"committed, but cannot re-read {self.uri}: {exc}") from exc
         raise LakeError(f"committed, but the commit is not in the history of {self.uri}")
 
-    def _table_file(self, row: dict[str, Any]) -> TableFile:
+    def _table_file(self, row: ArrowRow) -> TableFile:
         return TableFile(
             path=row["path"],
             location=file_location(self.uri, row["path"]),
@@ -208,5 +214,5 @@ def _partition_values(partition: int) -> dict[str, str | None]:
     return {PARTITION_COLUMN: str(partition)}
 
 
-def _int_or_none(value: Any) -> int | None:
+def _int_or_none(value: int | None) -> int | None:
     return None if value is None else int(value)

@@ -18,7 +18,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
@@ -99,7 +99,8 @@ class LakeStorage:
             if self.scheme in S3_SCHEMES:
                 parsed = urlparse(uri)
                 return _s3_filesystem(self.options), f"{parsed.netloc}{parsed.path}"
-            return pafs.FileSystem.from_uri(uri)
+            resolved: tuple[pafs.FileSystem, str] = pafs.FileSystem.from_uri(uri)
+            return resolved
         except (ValueError, OSError) as exc:
             raise LakeError(f"cannot open the lake's filesystem for {uri}: {exc}") from exc
 
@@ -115,7 +116,7 @@ def _s3_filesystem(options: Mapping[str, str]) -> pafs.S3FileSystem:
     from the environment as delta-rs takes it (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
     ...), so both libraries see one store; without either, pyarrow's AWS defaults apply."""
     endpoint = _setting(options, "aws_endpoint_url") or _setting(options, "aws_endpoint")
-    kwargs: dict[str, Any] = {
+    kwargs: dict[str, object] = {
         "region": _setting(options, "aws_region") or DEFAULT_S3_REGION,
         "access_key": _setting(options, "aws_access_key_id"),
         "secret_key": _setting(options, "aws_secret_access_key"),

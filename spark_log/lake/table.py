@@ -16,9 +16,9 @@ S3 with conditional puts or a locking provider configured for delta-rs).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,6 +27,7 @@ from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.transaction import AddAction, RemoveAction
 
 from spark_log.errors import LakeError, NotLeaderError
+from spark_log.json_types import JsonMapping
 from spark_log.lake.errors import LakeCommitConflictError
 from spark_log.lake.layout import LAKE_SCHEMA, PARTITION_COLUMN, app_id
 from spark_log.lake.storage import LakeStorage
@@ -136,7 +137,7 @@ class LakeSnapshot:
         partition: int,
         end_offset: int,
         still_allowed: Callable[[], bool],
-        metadata: Mapping[str, Any],
+        metadata: JsonMapping,
     ) -> int:
         """Append ``data`` and move the partition's txn version to ``end_offset`` in one commit,
         against this snapshot (whose version the caller checked); return the new table version.
@@ -156,7 +157,7 @@ class LakeSnapshot:
         partition: int,
         end_offset: int,
         still_allowed: Callable[[], bool],
-        metadata: Mapping[str, Any],
+        metadata: JsonMapping,
     ) -> int:
         """As ``append``, for files already written into the table's directory (an encrypted
         stream's, which delta-rs cannot write): one commit adds them and moves the txn version,
@@ -189,7 +190,7 @@ class LakeSnapshot:
         partition: int,
         end_offset: int,
         still_allowed: Callable[[], bool],
-        metadata: Mapping[str, Any],
+        metadata: JsonMapping,
     ) -> CommitProperties:
         """The commit's txn and metadata; asked last before the commit, so a deposed leader
         (``still_allowed`` false) stops here."""

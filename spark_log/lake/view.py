@@ -11,13 +11,16 @@ source plans with it, and the nodes' lake read tier caches it per stream.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from spark_log.lake.errors import LakeFileReadError
-from spark_log.lake.layout import app_id, file_location, to_micros
+from spark_log.lake.layout import ArrowRow, app_id, file_location, to_micros
 from spark_log.lake.storage import LakeStorage
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
 
 MAX_OFFSET = 2**63 - 1
 _UNSUPPORTED_READER_FEATURES = frozenset({"deletionVectors", "columnMapping"})
@@ -89,7 +92,7 @@ def load_lake_view(
     return LakeView(uri, version, offsets, _files_by_partition(uri, actions), storage)
 
 
-def _check_protocol(table: Any, uri: str) -> None:
+def _check_protocol(table: DeltaTable, uri: str) -> None:
     features = set(table.protocol().reader_features or ())
     unsupported = features & _UNSUPPORTED_READER_FEATURES
     if unsupported:
@@ -107,7 +110,7 @@ def _files_by_partition(uri: str, actions: pa.Table) -> dict[int, tuple[LakeFile
     return {p: tuple(sorted(fs, key=lambda f: f.min_offset)) for p, fs in by_partition.items()}
 
 
-def _lake_file(uri: str, row: dict[str, Any]) -> LakeFile:
+def _lake_file(uri: str, row: ArrowRow) -> LakeFile:
     """A file from its add action; missing stats make it cover every offset (read, filtered)."""
     min_offset = row.get("min.offset")
     max_offset = row.get("max.offset")

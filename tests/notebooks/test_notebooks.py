@@ -13,16 +13,15 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from tests.support.paths import REPO
 from nbclient import NotebookClient
+
+from tests.support.paths import REPO
 
 NOTEBOOKS = REPO / "notebooks"
 CELL_TIMEOUT_S = 300
 
 
-@pytest.mark.parametrize(
-    "name", sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) or ["<none>"]
-)
+@pytest.mark.parametrize("name", sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) or ["<none>"])
 def test_notebook_runs(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = NOTEBOOKS / f"{name}.ipynb"
     assert path.is_file(), f"no notebooks in {NOTEBOOKS}"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from ingest.api.app import record_json
+from ingest.api.fetch_json import record_json
 from ingest.produce.request import request_from_nats
 from spark_log.errors import InvalidRequestError, RecordTooLargeError
 from spark_log.log import build_record_batch, encode_batch, records_from_batches

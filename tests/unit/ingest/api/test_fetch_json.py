@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from ingest.api.app import fetch_response_json, record_json
+from ingest.api.fetch_json import fetch_response_json, record_json
 from spark_log.api_models import FetchResponse, RecordJson
 from spark_log.log import Record
 

@@ -61,7 +61,7 @@ def test_the_router_requires_the_duplicate_encoder():
 
 
 def test_produce_acks_are_read_by_name_into_the_rest_publish_result():
-    from ingest.api.app import publish_result
+    from ingest.api.publish_codec import publish_result
     from ingest.produce.request import ProduceAck
 
     ack = ProduceAck(offset=4, count=3)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from ingest.api.app import record_json
+from ingest.api.fetch_json import record_json
 from ingest.produce.request import decode_arrow_stream, local_request, normalize_batch_table
 from ingest.produce.sequencer import _batch_records
 from spark_log.errors import InvalidRequestError, RecordTooLargeError
