@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.fs as pafs
-
 from bench.lake_common import (
     LAKE_TITLES,
     LAKES,
@@ -45,6 +44,7 @@ from bench.lake_common import (
     write_json,
 )
 from bench.spark_cpu import jvm_pid
+
 from datasource.compaction import CompactionTarget, compact_stream
 from datasource.compaction.bench.data import BENCH_STREAM, TableShape, build_table
 from datasource.compaction.command import options_from_args
@@ -52,9 +52,9 @@ from datasource.compaction.lake_options import parse_lake_options
 from datasource.compaction.report import CompactionReport
 from datasource.compaction.session import get_or_build_session
 from liftlog.bench.errors import BenchError
-from liftlog.bench.machine import describe_lake_machine
-from liftlog.bench.node_probe import peak_rss_mb
-from liftlog.bench.spread import Spread, ratio
+from liftlog.bench.toolkit.machine import describe_lake_machine
+from liftlog.bench.toolkit.node_probe import peak_rss_mb
+from liftlog.bench.toolkit.spread import Spread, ratio
 from liftlog.cli import build_parser
 
 DAY_MS = 24 * 3_600_000

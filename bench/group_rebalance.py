@@ -42,12 +42,12 @@ from pathlib import Path
 
 from liftlog.bench.errors import BenchError
 from liftlog.bench.group_member import expected_redelivery, member_view
-from liftlog.bench.jetstream import varz
-from liftlog.bench.machine import describe_machine
-from liftlog.bench.plumbing import data_root, loadavg, write_json
-from liftlog.bench.progress import Progress
-from liftlog.bench.spread import Spread
-from liftlog.bench.table import render_table
+from liftlog.bench.jetstream.server import varz
+from liftlog.bench.toolkit.machine import describe_machine
+from liftlog.bench.toolkit.plumbing import data_root, loadavg, write_json
+from liftlog.bench.toolkit.progress import Progress
+from liftlog.bench.toolkit.spread import Spread
+from liftlog.bench.toolkit.table import render_table
 from liftlog.embedded.ports import free_port
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client

@@ -37,10 +37,10 @@ from typing import Any
 import httpx
 
 from liftlog.bench.errors import BenchError
-from liftlog.bench.jetstream import varz
-from liftlog.bench.machine import describe_machine
-from liftlog.bench.plumbing import data_root, loadavg, write_json
-from liftlog.bench.spread import Spread
+from liftlog.bench.jetstream.server import varz
+from liftlog.bench.toolkit.machine import describe_machine
+from liftlog.bench.toolkit.plumbing import data_root, loadavg, write_json
+from liftlog.bench.toolkit.spread import Spread
 from liftlog.embedded.ports import free_port_block
 from liftlog.embedded.standalone import Standalone
 from liftlog.embedded.standalone_ha import HA_CLUSTER_SIZE, HaTopology

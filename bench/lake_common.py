@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from liftlog.bench.errors import BenchError
-from liftlog.bench.node_probe import peak_rss_mb
-from liftlog.bench.spread import Spread
-from liftlog.bench.table import render_table
+from liftlog.bench.toolkit.node_probe import peak_rss_mb
+from liftlog.bench.toolkit.spread import Spread
+from liftlog.bench.toolkit.table import render_table
 from liftlog.embedded.seaweedfs import SeaweedFsServer
 from liftlog.embedded.standalone_lake import create_lake_bucket, s3_lake_config
 from spark_log.config import LakeConfig

@@ -27,7 +27,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
 from bench.lake_common import (
     LAKE_TITLES,
     LAKES,
@@ -45,11 +44,12 @@ from bench.lake_common import (
     write_json,
 )
 from bench.spark_read_data import random_binary
+
 from ingest.lake.exporter import ExportTarget, PartitionExporter
 from ingest.metrics import NodeMetrics
 from liftlog.bench.errors import BenchError
-from liftlog.bench.machine import describe_lake_machine
-from liftlog.bench.spread import Spread, ratio
+from liftlog.bench.toolkit.machine import describe_lake_machine
+from liftlog.bench.toolkit.spread import Spread, ratio
 from spark_log.config import LogConfig
 from spark_log.lake import LakeTable
 from spark_log.lake.storage import LakeStorage

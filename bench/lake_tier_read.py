@@ -38,13 +38,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from liftlog.bench.errors import BenchError
-from liftlog.bench.jetstream import varz
-from liftlog.bench.machine import describe_machine
-from liftlog.bench.payload import payload, size_label
-from liftlog.bench.plumbing import data_root, loadavg, write_json
-from liftlog.bench.progress import Progress
-from liftlog.bench.spread import Spread, ratio
-from liftlog.bench.table import render_table
+from liftlog.bench.jetstream.server import varz
+from liftlog.bench.toolkit.machine import describe_machine
+from liftlog.bench.toolkit.payload import payload, size_label
+from liftlog.bench.toolkit.plumbing import data_root, loadavg, write_json
+from liftlog.bench.toolkit.progress import Progress
+from liftlog.bench.toolkit.spread import Spread, ratio
+from liftlog.bench.toolkit.table import render_table
 from liftlog.embedded.ports import free_port
 from liftlog.embedded.standalone import Standalone
 from liftlog.embedded.standalone_lake import LAKE_LOCAL, LAKE_S3

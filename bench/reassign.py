@@ -35,11 +35,11 @@ from typing import Any
 
 import httpx
 
-from liftlog.bench.jetstream import varz
-from liftlog.bench.machine import describe_machine
-from liftlog.bench.payload import payload
-from liftlog.bench.plumbing import loadavg
-from liftlog.bench.stats import BYTES_PER_MB, Latency
+from liftlog.bench.jetstream.server import varz
+from liftlog.bench.toolkit.machine import describe_machine
+from liftlog.bench.toolkit.payload import payload
+from liftlog.bench.toolkit.plumbing import loadavg
+from liftlog.bench.toolkit.stats import BYTES_PER_MB, Latency
 from liftlog.embedded.ports import free_port, free_port_block
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client

@@ -45,28 +45,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from liftlog.bench.compare.sides import NATS, NODE, PUBLISHER
 from liftlog.bench.errors import BenchError
-from liftlog.bench.jetstream import varz
-from liftlog.bench.machine import describe_machine
-from liftlog.bench.measure_acked import measure_acked
-from liftlog.bench.measure_batches import measure_batches
-from liftlog.bench.measure_latency import measure_latency
-from liftlog.bench.node_probe import peak_rss_mb
-from liftlog.bench.payload import payload, size_label
-from liftlog.bench.plumbing import data_root, loadavg, write_json
-from liftlog.bench.progress import Progress
-from liftlog.bench.publishers import LiftlogPublisher
-from liftlog.bench.results import NATS, NODE, PUBLISHER
-from liftlog.bench.settings import (
+from liftlog.bench.jetstream.server import varz
+from liftlog.bench.publish.acked import measure_acked
+from liftlog.bench.publish.batches import measure_batches
+from liftlog.bench.publish.latency import measure_latency
+from liftlog.bench.publish.publishers import LiftlogPublisher
+from liftlog.bench.publish.settings import (
     ACK_TIMEOUT_S,
     DEFAULT_RECORDS,
     LATENCY_DURATION_S,
     BenchSettings,
 )
-from liftlog.bench.spread import Spread, ratio
-from liftlog.bench.stats import Latency, Throughput
-from liftlog.bench.table import num, render_table
-from liftlog.bench.tally import AckTally, CountingBatchSender, CountingPublisher
+from liftlog.bench.publish.tally import AckTally, CountingBatchSender, CountingPublisher
+from liftlog.bench.toolkit.machine import describe_machine
+from liftlog.bench.toolkit.node_probe import peak_rss_mb
+from liftlog.bench.toolkit.payload import payload, size_label
+from liftlog.bench.toolkit.plumbing import data_root, loadavg, write_json
+from liftlog.bench.toolkit.progress import Progress
+from liftlog.bench.toolkit.spread import Spread, ratio
+from liftlog.bench.toolkit.stats import Latency, Throughput
+from liftlog.bench.toolkit.table import num, render_table
 from liftlog.embedded.ports import free_port
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client

@@ -38,7 +38,8 @@ from bench.spark_read_parts import (
     spark_session,
     time_interleaved,
 )
-from liftlog.bench.machine import describe_lake_machine
+
+from liftlog.bench.toolkit.machine import describe_lake_machine
 
 DEFAULT_RECORDS = 10_000_000
 DEFAULT_TAIL_RECORDS = 1_000_000

@@ -31,7 +31,6 @@ import time
 from typing import Any
 
 import pyarrow.fs as pafs
-
 from bench.lake_common import (
     LOCAL,
     S3,
@@ -57,10 +56,11 @@ from bench.spark_read_parts import (
     spark_session,
     time_interleaved,
 )
+
 from liftlog.bench.errors import BenchError
-from liftlog.bench.machine import describe_lake_machine
-from liftlog.bench.node_probe import peak_rss_mb
-from liftlog.bench.spread import Spread, ratio
+from liftlog.bench.toolkit.machine import describe_lake_machine
+from liftlog.bench.toolkit.node_probe import peak_rss_mb
+from liftlog.bench.toolkit.spread import Spread, ratio
 
 DEFAULT_RECORDS = 4_000_000
 DEFAULT_PARTITIONS = 2

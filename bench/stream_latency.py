@@ -28,7 +28,7 @@ from typing import Any
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
-from liftlog.bench.machine import describe_machine
+from liftlog.bench.toolkit.machine import describe_machine
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
 from spark_log.lake.layout import app_id

@@ -10,13 +10,13 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from liftlog.bench.cpu import CpuMeter
-from liftlog.bench.deadline import within
 from liftlog.bench.errors import BenchError
-from liftlog.bench.progress import Progress
-from liftlog.bench.settings import ACK_TIMEOUT_S, BenchSettings
-from liftlog.bench.stats import Throughput
-from liftlog.bench.window import WindowOutcome, run_window
+from liftlog.bench.publish.settings import ACK_TIMEOUT_S, BenchSettings
+from liftlog.bench.publish.window import WindowOutcome, run_window
+from liftlog.bench.toolkit.cpu import CpuMeter
+from liftlog.bench.toolkit.deadline import within
+from liftlog.bench.toolkit.progress import Progress
+from liftlog.bench.toolkit.stats import Throughput
 from spark_log.client.client import Ack, encode_producer_batch
 
 SHRINK_FACTOR = 0.9

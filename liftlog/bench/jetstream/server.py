@@ -8,7 +8,9 @@ subclass. The server's own ``/varz`` confirms the setting took effect.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -23,6 +25,8 @@ from liftlog.embedded.nats import NatsServer
 from liftlog.embedded.ports import free_port
 
 VARZ_TIMEOUT_S = 5.0
+STREAM_CREATE_TIMEOUT_S = 30.0
+STREAM_CREATE_RETRY_S = 0.5
 SYNC_ALWAYS_CONFIG = """\
 # Written by liftlog bench: JetStream with an fsync before every ack.
 jetstream {{
@@ -74,3 +78,23 @@ async def create_js_stream(
         )
     except nats.errors.Error as exc:
         raise BenchError(f"cannot create JetStream stream {name} on {subject}: {exc}") from exc
+
+
+async def create_js_stream_when_ready(
+    js: JetStreamContext,
+    name: str,
+    subject: str,
+    replicas: int,
+    timeout_s: float = STREAM_CREATE_TIMEOUT_S,
+) -> None:
+    """``create_js_stream``, retried: right after a cluster elected its meta leader it may
+    still answer "insufficient resources" or time out while the peers catch up."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            await create_js_stream(js, name, subject, replicas)
+            return
+        except BenchError:
+            if time.monotonic() >= deadline:
+                raise
+        await asyncio.sleep(STREAM_CREATE_RETRY_S)

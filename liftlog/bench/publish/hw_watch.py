@@ -10,8 +10,8 @@ from __future__ import annotations
 import threading
 import time
 
-from liftlog.bench.node_probe import high_watermark
-from liftlog.bench.settings import HW_POLL_INTERVAL_S
+from liftlog.bench.publish.settings import HW_POLL_INTERVAL_S
+from liftlog.bench.toolkit.node_probe import high_watermark
 from spark_log.client.rest import RestClient
 from spark_log.errors import LiftlogError
 

@@ -13,7 +13,6 @@ outgoing connection could otherwise take a port between the check and its server
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 import urllib.error
@@ -23,10 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from nats.js import JetStreamContext
-
 from liftlog.bench.errors import BenchError
-from liftlog.bench.jetstream import create_js_stream
 from liftlog.embedded.lifecycle import StartStop
 from liftlog.embedded.nats import DEFAULT_NATS_HOST, NatsServer
 from liftlog.embedded.ports import free_port_block
@@ -39,8 +35,6 @@ PORTS_PER_SERVER = 3
 META_LEADER_TIMEOUT_S = 30.0
 META_POLL_INTERVAL_S = 0.1
 JSZ_TIMEOUT_S = 2.0
-STREAM_CREATE_TIMEOUT_S = 30.0
-STREAM_CREATE_RETRY_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -190,19 +184,3 @@ def _replace_option(argv: list[str], flag: str, value: str) -> list[str]:
         return [*argv, flag, value]
     at = argv.index(flag)
     return [*argv[: at + 1], value, *argv[at + 2 :]]
-
-
-async def create_r3_stream(
-    js: JetStreamContext, name: str, subject: str, timeout_s: float = STREAM_CREATE_TIMEOUT_S
-) -> None:
-    """An R3 file-storage stream, retried: right after the meta leader is elected the cluster
-    may still answer "insufficient resources" or time out while the peers catch up."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            await create_js_stream(js, name, subject, replicas=CLUSTER_SIZE)
-            return
-        except BenchError:
-            if time.monotonic() >= deadline:
-                raise
-        await asyncio.sleep(STREAM_CREATE_RETRY_S)

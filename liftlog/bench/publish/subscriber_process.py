@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from liftlog.bench.errors import BenchError
-from liftlog.bench.settings import SUBSCRIBER_IDLE_S, SUBSCRIBER_READY_TIMEOUT_S
+from liftlog.bench.publish.settings import SUBSCRIBER_IDLE_S, SUBSCRIBER_READY_TIMEOUT_S
 from liftlog.embedded.parent_death import dying_with_parent
 
 SCRIPT = Path(__file__).with_name("bare_subscriber.py")

@@ -40,16 +40,6 @@ SUBSCRIBER_IDLE_S = 10.0
 PHASE_BASE_TIMEOUT_S = 60.0
 PHASE_MIN_RATE_PER_S = 200
 
-# ``--replication``: 1 is the single-node benchmark, 3 compares Liftlog RF=3 with JetStream R3.
-REPLICATION_FACTORS: tuple[int, ...] = (1, 3)
-REPLICATED_FACTOR = 3
-# The replicated run starts six more processes and its sides are slower per record, so it
-# measures fewer records per phase to stay within about four minutes on two cores.
-REPLICATED_DEFAULT_RECORDS = 20_000
-# A moderate rate both replicated sides sustain with room to spare on two cores, so latency
-# is the cost of one replicated write rather than of a queue building up.
-REPLICATED_LATENCY_RATE_PER_S = 500
-
 
 @dataclass(frozen=True)
 class BenchSettings:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from liftlog.bench.publishers import PUBLISH_ERRORS
+from liftlog.bench.publish.publishers import PUBLISH_ERRORS
 
 # After this many failed publishes a run stops early: with a dead server every publish waits
 # out its ack timeout, and the figure is already "failed", not a rate.

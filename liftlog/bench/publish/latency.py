@@ -10,11 +10,11 @@ import asyncio
 import time
 from collections.abc import Mapping
 
-from liftlog.bench.cpu import CpuMeter
-from liftlog.bench.deadline import within
-from liftlog.bench.publishers import PUBLISH_ERRORS, Publisher
-from liftlog.bench.settings import BenchSettings
-from liftlog.bench.stats import Latency
+from liftlog.bench.publish.publishers import PUBLISH_ERRORS, Publisher
+from liftlog.bench.publish.settings import BenchSettings
+from liftlog.bench.toolkit.cpu import CpuMeter
+from liftlog.bench.toolkit.deadline import within
+from liftlog.bench.toolkit.stats import Latency
 
 LATENCY_WARMUP_MESSAGES = 20
 

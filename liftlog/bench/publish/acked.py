@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from liftlog.bench.cpu import CpuMeter
-from liftlog.bench.deadline import within
-from liftlog.bench.progress import Progress
-from liftlog.bench.publishers import Publisher
-from liftlog.bench.settings import WARMUP_MESSAGES, BenchSettings
-from liftlog.bench.stats import Throughput
-from liftlog.bench.window import WindowOutcome, run_window
+from liftlog.bench.publish.publishers import Publisher
+from liftlog.bench.publish.settings import WARMUP_MESSAGES, BenchSettings
+from liftlog.bench.publish.window import WindowOutcome, run_window
+from liftlog.bench.toolkit.cpu import CpuMeter
+from liftlog.bench.toolkit.deadline import within
+from liftlog.bench.toolkit.progress import Progress
+from liftlog.bench.toolkit.stats import Throughput
 
 
 async def warm_up(publisher: Publisher, value: bytes, window: int) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from liftlog.bench.errors import BenchError
-from liftlog.bench.table import num
+from liftlog.bench.toolkit.table import num
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import nats.errors
 from nats.js import JetStreamContext
 
 from liftlog.bench.errors import BenchError
-from liftlog.bench.settings import ACK_TIMEOUT_S
+from liftlog.bench.publish.settings import ACK_TIMEOUT_S
 from spark_log.client import Client
 from spark_log.errors import LiftlogError
 

@@ -20,15 +20,15 @@ from typing import Any
 
 import nats
 
-from liftlog.bench.cpu import CpuMeter
-from liftlog.bench.deadline import within
 from liftlog.bench.errors import BenchError
-from liftlog.bench.hw_watch import HwWatcher
-from liftlog.bench.jetstream import varz
-from liftlog.bench.node_probe import high_watermark, slow_consumer_drops
-from liftlog.bench.progress import Progress
-from liftlog.bench.settings import RECORDING_STALL_S, BenchSettings
-from liftlog.bench.subscriber_process import SubscriberCount, bare_subscriber
+from liftlog.bench.jetstream.server import varz
+from liftlog.bench.publish.hw_watch import HwWatcher
+from liftlog.bench.publish.settings import RECORDING_STALL_S, BenchSettings
+from liftlog.bench.publish.subscriber_process import SubscriberCount, bare_subscriber
+from liftlog.bench.toolkit.cpu import CpuMeter
+from liftlog.bench.toolkit.deadline import within
+from liftlog.bench.toolkit.node_probe import high_watermark, slow_consumer_drops
+from liftlog.bench.toolkit.progress import Progress
 from spark_log.client.rest import RestClient
 
 WATCH_STEP_S = 0.05

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from liftlog.bench.publishers import Publisher
+from liftlog.bench.publish.publishers import Publisher
 from spark_log.client import Ack, Client
 
 
