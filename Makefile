@@ -127,7 +127,7 @@ bench-groups: $(STAMP)
 	PYTHONPATH=. $(PY) bench/group_rebalance.py --runs 3 --json bench/results-groups.json
 
 bench-compact: $(STAMP)
-	$(PY) -m datasource.compaction.bench --rows 2000000 --rounds 3 --json bench/compaction-latest.json
+	$(PY) bench/compaction.py --rows 2000000 --rounds 3 --json bench/compaction-latest.json
 
 # A local lake beside an s3:// lake on the embedded SeaweedFS, in one run each: export
 # throughput, format("liftlog") reads (native Parquet of the local files as the peer) and

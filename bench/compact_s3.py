@@ -12,7 +12,7 @@ started Spark: ``compact_stream`` with the options the command's own flags give 
 CLI's parser: ``--lake-option`` for the S3 store, defaults otherwise, so packing small files
 and vacuum run too). The report's own clock splits it into the compaction (plan, Spark job,
 commit) and the maintenance after it. The table is built once, exporter-shaped
-(``datasource.compaction.bench.data``), and each run compacts fresh byte-for-byte copies of
+(``liftlog.bench.lake.compaction_table``), and each run compacts fresh byte-for-byte copies of
 it on both lakes (copying is not timed); runs alternate the lakes. The S3 server runs on this
 machine, so the figures show the job's cost per object-store request, not a network's.
 """
@@ -27,31 +27,33 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.fs as pafs
-from bench.lake_common import (
-    LAKE_TITLES,
-    LAKES,
-    LOCAL,
-    S3,
-    LakePair,
-    add_common_flags,
-    check_runs,
-    drop_table,
-    figures_table,
-    lake_pair,
-    load_average,
-    own_peak_rss_mb,
-    spreads_json,
-    write_json,
-)
-from bench.spark_cpu import jvm_pid
 
 from datasource.compaction import CompactionTarget, compact_stream
-from datasource.compaction.bench.data import BENCH_STREAM, TableShape, build_table
 from datasource.compaction.command import options_from_args
 from datasource.compaction.lake_options import parse_lake_options
 from datasource.compaction.report import CompactionReport
 from datasource.compaction.session import get_or_build_session
 from liftlog.bench.errors import BenchError
+from liftlog.bench.lake.compaction_table import BENCH_STREAM, TableShape, build_table
+from liftlog.bench.lake.figures import (
+    add_common_flags,
+    check_runs,
+    figures_table,
+    load_average,
+    own_peak_rss_mb,
+    spreads_json,
+    write_json,
+)
+from liftlog.bench.lake.pair import (
+    LAKE_TITLES,
+    LAKES,
+    LOCAL,
+    S3,
+    LakePair,
+    drop_table,
+    lake_pair,
+)
+from liftlog.bench.lake.spark_cpu import jvm_pid
 from liftlog.bench.toolkit.machine import describe_lake_machine
 from liftlog.bench.toolkit.node_probe import peak_rss_mb
 from liftlog.bench.toolkit.spread import Spread, ratio

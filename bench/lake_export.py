@@ -27,27 +27,29 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from bench.lake_common import (
-    LAKE_TITLES,
-    LAKES,
-    LOCAL,
-    S3,
-    LakePair,
+
+from ingest.lake.exporter import ExportTarget, PartitionExporter
+from ingest.metrics import NodeMetrics
+from liftlog.bench.errors import BenchError
+from liftlog.bench.lake.figures import (
     add_common_flags,
     check_runs,
-    drop_table,
     figures_table,
-    lake_pair,
     load_average,
     own_peak_rss_mb,
     spreads_json,
     write_json,
 )
-from bench.spark_read_data import random_binary
-
-from ingest.lake.exporter import ExportTarget, PartitionExporter
-from ingest.metrics import NodeMetrics
-from liftlog.bench.errors import BenchError
+from liftlog.bench.lake.fill import random_binary
+from liftlog.bench.lake.pair import (
+    LAKE_TITLES,
+    LAKES,
+    LOCAL,
+    S3,
+    LakePair,
+    drop_table,
+    lake_pair,
+)
 from liftlog.bench.toolkit.machine import describe_lake_machine
 from liftlog.bench.toolkit.spread import Spread, ratio
 from spark_log.config import LogConfig
@@ -60,7 +62,7 @@ DEFAULT_BATCH_SIZES = (10_000, 100_000)
 VALUE_BYTES = 256
 KEY_BYTES = 16
 LOG_BATCH_RECORDS = 10_000
-"""Records per log batch: what one producer batch of ``spark_read_data.fill`` appends."""
+"""Records per log batch: what one producer batch of ``liftlog.bench.lake.fill`` appends."""
 STREAM = "bench-export"
 PARTITION = 0
 EXPORT_TIMEOUT_S = 1800.0

@@ -28,8 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.spark_read_data import fill
-from bench.spark_read_parts import (
+from liftlog.bench.lake.fill import fill
+from liftlog.bench.lake.spark_reads import (
     create_stream,
     fill_and_flush,
     liftlog_df,
@@ -38,7 +38,6 @@ from bench.spark_read_parts import (
     spark_session,
     time_interleaved,
 )
-
 from liftlog.bench.toolkit.machine import describe_lake_machine
 
 DEFAULT_RECORDS = 10_000_000

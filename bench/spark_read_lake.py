@@ -31,21 +31,25 @@ import time
 from typing import Any
 
 import pyarrow.fs as pafs
-from bench.lake_common import (
-    LOCAL,
-    S3,
-    LakePair,
+
+from liftlog.bench.errors import BenchError
+from liftlog.bench.lake.figures import (
     add_common_flags,
     check_runs,
     figures_table,
-    lake_pair,
     load_average,
     own_peak_rss_mb,
     spreads_json,
     write_json,
 )
-from bench.spark_cpu import jvm_pid
-from bench.spark_read_parts import (
+from liftlog.bench.lake.pair import (
+    LOCAL,
+    S3,
+    LakePair,
+    lake_pair,
+)
+from liftlog.bench.lake.spark_cpu import jvm_pid
+from liftlog.bench.lake.spark_reads import (
     FlushedStream,
     create_stream,
     fill_and_flush,
@@ -56,8 +60,6 @@ from bench.spark_read_parts import (
     spark_session,
     time_interleaved,
 )
-
-from liftlog.bench.errors import BenchError
 from liftlog.bench.toolkit.machine import describe_lake_machine
 from liftlog.bench.toolkit.node_probe import peak_rss_mb
 from liftlog.bench.toolkit.spread import Spread, ratio

@@ -1,5 +1,4 @@
-"""What the lake benchmarks share: a local lake and an ``s3://`` lake side by side, the
-command-line flags, the printed figures and the JSON.
+"""A local lake and an ``s3://`` lake side by side, for the benchmarks that compare them.
 
 The S3 lake lives on the embedded SeaweedFS (``weed server -s3``) on this machine, reached
 with the same options ``liftlog standalone --lake s3`` gives its nodes, so the difference
@@ -10,14 +9,10 @@ happens.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
-import os
-import resource
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +20,6 @@ from typing import Any
 
 from liftlog.bench.errors import BenchError
 from liftlog.bench.toolkit.node_probe import peak_rss_mb
-from liftlog.bench.toolkit.spread import Spread
-from liftlog.bench.toolkit.table import render_table
 from liftlog.embedded.seaweedfs import SeaweedFsServer
 from liftlog.embedded.standalone_lake import create_lake_bucket, s3_lake_config
 from spark_log.config import LakeConfig
@@ -36,9 +29,6 @@ LOCAL = "local"
 S3 = "s3"
 LAKES = (LOCAL, S3)
 LAKE_TITLES = {LOCAL: "local lake", S3: "S3 lake (SeaweedFS)"}
-DEFAULT_RUNS = 3
-_KIB = 1024
-_BYTES_PER_MB = 1_000_000
 
 
 @dataclass
@@ -113,58 +103,3 @@ def _rss_or_none(pid: int) -> float | None:
         return round(peak_rss_mb(pid), 1)
     except BenchError:
         return None
-
-
-def own_peak_rss_mb() -> float:
-    """This process's peak resident set in MB (Linux reports ``ru_maxrss`` in KiB)."""
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * _KIB / _BYTES_PER_MB, 1)
-
-
-def add_common_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--runs", type=int, default=DEFAULT_RUNS, help=f"runs per figure (default {DEFAULT_RUNS})"
-    )
-    parser.add_argument("--json", help="also write the results to this file")
-
-
-def check_runs(runs: int) -> int:
-    if runs < 1:
-        raise BenchError(f"--runs must be at least 1, got {runs}")
-    return runs
-
-
-def spreads_json(spreads: dict[str, Spread], decimals: int = 3) -> dict[str, Any]:
-    return {name: spread.to_json(decimals) for name, spread in spreads.items()}
-
-
-def figures_table(
-    rows: Sequence[tuple[str, dict[str, Spread], int]], columns: dict[str, str] = LAKE_TITLES
-) -> str:
-    """One row per figure: the median with the spread per column, then every run per column.
-
-    ``rows``: (label, spread per column key, decimals); ``columns``: key -> title (the two
-    lakes by default); a column a row lacks shows ``-``."""
-    headers = [
-        "",
-        *[f"{title}, median (min..max)" for title in columns.values()],
-        *[f"{key}, each run" for key in columns],
-    ]
-    body = []
-    for label, spreads, decimals in rows:
-        medians = [spreads[k].render(decimals) if k in spreads else "-" for k in columns]
-        runs = [spreads[k].render_runs(decimals) if k in spreads else "-" for k in columns]
-        body.append([label, *medians, *runs])
-    return render_table(headers, body)
-
-
-def load_average() -> list[float]:
-    return [round(v, 2) for v in os.getloadavg()]
-
-
-def write_json(path: str | None, result: dict[str, Any]) -> None:
-    if not path:
-        return
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"results written to {path}")

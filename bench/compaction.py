@@ -1,5 +1,10 @@
-"""``python -m datasource.compaction.bench``: compaction rows/s beside plain Spark latest-per-key
-aggregations of the same files, same SparkSession, same run; prints and writes JSON.
+"""Compaction rows/s beside plain Spark latest-per-key aggregations of the same files, same
+SparkSession, same run; prints and writes JSON.
+
+Run from the repository root (``make bench-compact`` runs this with the sizes below)::
+
+    .venv/bin/python bench/compaction.py --rows 2000000 --rounds 3 \
+        --json bench/results/compaction-latest.json
 
 Each round times every baseline, then a compaction of a fresh copy of the table (the copy is
 not timed; the compaction is: planning, the Spark job, placing files, the Delta commit). The
@@ -20,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from datasource.compaction import CompactionOptions, CompactionTarget, compact_stream
-from datasource.compaction.bench.baselines import BASELINES, read_lake_files, write
-from datasource.compaction.bench.data import BENCH_STREAM, TableShape, build_table
 from datasource.compaction.session import get_or_build_session
+from liftlog.bench.lake.compaction_baselines import BASELINES, read_lake_files, write
+from liftlog.bench.lake.compaction_table import BENCH_STREAM, TableShape, build_table
 from spark_log.lake.rewrite import RewriteSnapshot
 from spark_log.lake.storage import LakeStorage
 
@@ -129,7 +134,7 @@ def _print(results: dict[str, Any]) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m datasource.compaction.bench")
+    p = argparse.ArgumentParser(prog="bench/compaction.py")
     p.add_argument("--rows", type=int, default=2_000_000)
     p.add_argument("--partitions", type=int, default=2)
     p.add_argument("--files-per-partition", type=int, default=10)

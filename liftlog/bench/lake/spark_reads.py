@@ -1,6 +1,7 @@
-"""What the Spark batch-read benchmarks share (``spark_read.py``, ``spark_read_lake.py``): a
-one-node stack whose lake exports only on flush, a flushed stream, the SparkSession, the
-DataFrames of each side, the queries, and the interleaved timing of sides.
+"""What the Spark batch-read benchmarks share (``bench/spark_read.py``,
+``bench/spark_read_lake.py``): a one-node stack whose lake exports only on flush, a flushed
+stream, the SparkSession, the DataFrames of each side, the queries, and the interleaved timing
+of sides.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.spark_cpu import jvm_pid, tree_cpu_seconds
-from bench.spark_read_data import fill
 from datasource.lake_view import load_lake_view
 from liftlog.bench.errors import BenchError
+from liftlog.bench.lake.fill import fill
+from liftlog.bench.lake.spark_cpu import jvm_pid, tree_cpu_seconds
 from liftlog.embedded.ports import free_port
 from liftlog.embedded.standalone import Standalone
 from spark_log.api_models import FlushResult
