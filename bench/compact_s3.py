@@ -4,8 +4,8 @@ so the difference is the store.
 
 Run from the repository root (``make bench-lake`` runs this with the sizes below)::
 
-    PYTHONPATH=. .venv/bin/python bench/compact_s3.py --json bench/results-lake-compact.json
-    PYTHONPATH=. .venv/bin/python bench/compact_s3.py --rows 20000 --runs 1   # a smoke run
+    .venv/bin/python bench/compact_s3.py --json bench/results/lake-compact.json
+    .venv/bin/python bench/compact_s3.py --rows 20000 --runs 1   # a smoke run
 
 What is timed is what ``liftlog compact <stream>`` runs once it has described the stream and
 started Spark: ``compact_stream`` with the options the command's own flags give (parsed by the

@@ -4,7 +4,7 @@ SparkSession, same run; prints and writes JSON.
 Run from the repository root (``make bench-compact`` runs this with the sizes below)::
 
     .venv/bin/python bench/compaction.py --rows 2000000 --rounds 3 \
-        --json bench/results/compaction-latest.json
+        --json bench/results/compaction.json
 
 Each round times every baseline, then a compaction of a fresh copy of the table (the copy is
 not timed; the compaction is: planning, the Spark job, placing files, the Delta commit). The

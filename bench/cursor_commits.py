@@ -2,8 +2,8 @@
 
 Run from the repository root (``make bench-cursors`` does this)::
 
-    PYTHONPATH=. .venv/bin/python bench/cursor_commits.py --runs 3 \
-        --json bench/results-cursors.json
+    .venv/bin/python bench/cursor_commits.py --runs 3 \
+        --json bench/results/cursors.json
 
 One embedded stack (``liftlog standalone`` with JetStream on): NATS, ZooKeeper and three
 nodes, so ``__cursors`` has its production shape (replication factor 3, acks=all). The peer is

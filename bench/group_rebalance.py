@@ -3,8 +3,8 @@ what a kill delivers again beside what its last commit says it must.
 
 Run from the repository root (``make bench-groups`` does this)::
 
-    PYTHONPATH=. .venv/bin/python bench/group_rebalance.py --runs 3 \
-        --json bench/results-groups.json
+    .venv/bin/python bench/group_rebalance.py --runs 3 \
+        --json bench/results/groups.json
 
 One embedded stack (``liftlog standalone``: NATS, ZooKeeper, three nodes). Per run, a fresh
 six-partition stream full of records and a fresh group with two members consuming it

@@ -2,8 +2,8 @@
 
 Run from the repository root (``make bench-ha`` does this)::
 
-    PYTHONPATH=. .venv/bin/python bench/ha_recovery.py --runs 3 \
-        --json bench/results-ha-recovery.json
+    .venv/bin/python bench/ha_recovery.py --runs 3 \
+        --json bench/results/ha-recovery.json
 
 Each run starts a fresh ``Standalone(ha=True)`` (three NATS servers, a three-server ZooKeeper
 ensemble, three nodes), creates an RF=3 stream and keeps acks=all publishers running, then:

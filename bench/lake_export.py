@@ -3,8 +3,8 @@ records, the same records per commit, in one run.
 
 Run from the repository root (``make bench-lake`` runs this with the sizes below)::
 
-    PYTHONPATH=. .venv/bin/python bench/lake_export.py --json bench/results-lake-export.json
-    PYTHONPATH=. .venv/bin/python bench/lake_export.py --records 20000 --batch-sizes 5000 --runs 1
+    .venv/bin/python bench/lake_export.py --json bench/results/lake-export.json
+    .venv/bin/python bench/lake_export.py --records 20000 --batch-sizes 5000 --runs 1
 
 What is timed is a partition leader's own exporter (``ingest.lake.exporter.PartitionExporter``)
 draining a partition log of N committed records into a fresh Delta table: each round loads a

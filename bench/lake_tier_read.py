@@ -2,8 +2,8 @@
 
 Run from the repository root (``make bench-lake-tier`` does this)::
 
-    PYTHONPATH=. .venv/bin/python bench/lake_tier_read.py --records 200000 --runs 3 \
-        --json bench/results-lake-tier.json
+    .venv/bin/python bench/lake_tier_read.py --records 200000 --runs 3 \
+        --json bench/results/lake-tier.json
 
 One embedded stack (NATS, ZooKeeper, one node; ``--lake s3`` puts the lake on the stack's
 SeaweedFS). One stream with ``retention_messages`` = ``--records`` gets about twice that many

@@ -2,8 +2,8 @@
 
 Run from the repository root (``make bench-reassign`` does this)::
 
-    PYTHONPATH=. .venv/bin/python bench/reassign.py --size-mb 1024 --runs 3 \
-        --json bench/results-reassign.json
+    .venv/bin/python bench/reassign.py --size-mb 1024 --runs 3 \
+        --json bench/results/reassign.json
 
 Each run starts ``Standalone(nodes=3)`` (one NATS server, one ZooKeeper server, local disks:
 the HA topology's NATS cluster, ensemble and S3 lake play no part in copying a replica, and

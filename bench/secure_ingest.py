@@ -2,8 +2,8 @@
 
 Run from the repository root (``make bench-secure`` does this)::
 
-    PYTHONPATH=. .venv/bin/python bench/secure_ingest.py --runs 3 \
-        --json bench/results-secure.json
+    .venv/bin/python bench/secure_ingest.py --runs 3 \
+        --json bench/results/secure.json
 
 Two embedded stacks run side by side for the whole benchmark, each with one node: the plain
 one, and the secured one that ``liftlog standalone --secure`` starts (HTTPS and token auth on

@@ -3,8 +3,8 @@ lake files, in one run on one machine.
 
 Run from the repository root (``make bench-spark`` does this)::
 
-    PYTHONPATH=. .venv/bin/python bench/spark_read.py --json bench/results-spark-read.json
-    PYTHONPATH=. .venv/bin/python bench/spark_read.py --records 1000000   # a quicker run
+    .venv/bin/python bench/spark_read.py --json bench/results/spark-read.json
+    .venv/bin/python bench/spark_read.py --records 1000000   # a quicker run
 
 It starts a one-node stack whose lake exports only on flush, fills a stream with N records of
 100 random bytes, flushes it into the Delta table, and times one full-row aggregation (every

@@ -4,8 +4,8 @@ the peer, in one run.
 
 Run from the repository root (``make bench-lake`` runs this with the sizes below)::
 
-    PYTHONPATH=. .venv/bin/python bench/spark_read_lake.py --json bench/results-lake-read.json
-    PYTHONPATH=. .venv/bin/python bench/spark_read_lake.py --records 20000 --runs 1
+    .venv/bin/python bench/spark_read_lake.py --json bench/results/lake-read.json
+    .venv/bin/python bench/spark_read_lake.py --records 20000 --runs 1
 
 One node (lake on local disk, exporting only on flush) takes N records of 100 random bytes,
 flushes them into the stream's Delta table, and the table's files are copied byte for byte to

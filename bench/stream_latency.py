@@ -3,7 +3,7 @@ and acked → visible in the stream's Delta table at the default export cadence.
 
 Run from the repository root (``make bench-latency`` does this)::
 
-    PYTHONPATH=. .venv/bin/python bench/stream_latency.py --json bench/results-latency.json
+    .venv/bin/python bench/stream_latency.py --json bench/results/latency.json
 
 One local node (default config: lake on, ``export_interval_s`` 10 s). Each record carries its
 publish wall-clock time; a ``foreachBatch`` sink notes when each record reaches the driver, so
