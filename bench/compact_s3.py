@@ -24,9 +24,9 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pyarrow.fs as pafs
+from pyspark.sql import SparkSession
 
 from datasource.compaction import CompactionTarget, compact_stream
 from datasource.compaction.command import options_from_args
@@ -54,6 +54,7 @@ from liftlog.bench.lake.pair import (
     lake_pair,
 )
 from liftlog.bench.lake.spark_cpu import jvm_pid
+from liftlog.bench.toolkit.json_object import JsonObject
 from liftlog.bench.toolkit.machine import describe_lake_machine
 from liftlog.bench.toolkit.node_probe import peak_rss_mb
 from liftlog.bench.toolkit.spread import Spread, ratio
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _run(pair: LakePair, shape: TableShape, args: argparse.Namespace) -> dict[str, Any]:
+def _run(pair: LakePair, shape: TableShape, args: argparse.Namespace) -> JsonObject:
     pristine = pair.work / "pristine"
     started = time.monotonic()
     rows = build_table(pristine, shape)
@@ -137,7 +138,9 @@ def _run(pair: LakePair, shape: TableShape, args: argparse.Namespace) -> dict[st
     }
 
 
-def _warm_up(spark: Any, pair: LakePair, pristine: Path, shape: TableShape, master: str) -> None:
+def _warm_up(
+    spark: SparkSession, pair: LakePair, pristine: Path, shape: TableShape, master: str
+) -> None:
     """One untimed compaction first: the first Spark job of a session also starts the JVM's
     code paths and the Python workers, which would otherwise land on whichever lake ran first."""
     command = _cli_args(pair, LOCAL, master)
@@ -208,7 +211,7 @@ def _check(report: CompactionReport, rows: int, lake: str) -> None:
         )
 
 
-def _jvm_peak_rss_mb(spark: Any) -> float | None:
+def _jvm_peak_rss_mb(spark: SparkSession) -> float | None:
     try:
         return round(peak_rss_mb(jvm_pid(spark)), 1)
     except BenchError:
@@ -226,7 +229,7 @@ def _spreads(done: list[tuple[float, CompactionReport]], rows: int) -> dict[str,
     }
 
 
-def _lake_result(done: list[tuple[float, CompactionReport]], rows: int) -> dict[str, Any]:
+def _lake_result(done: list[tuple[float, CompactionReport]], rows: int) -> JsonObject:
     first = done[0][1]
     return {
         **spreads_json(_spreads(done, rows)),
@@ -241,7 +244,7 @@ def _seconds_ratio(reports: dict[str, list[tuple[float, CompactionReport]]]) -> 
     return None if value is None else round(value, 3)
 
 
-def _print(result: dict[str, Any]) -> None:
+def _print(result: JsonObject) -> None:
     s = result["settings"]
     print()
     print(

@@ -22,12 +22,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from datasource.compaction import CompactionOptions, CompactionTarget, compact_stream
 from datasource.compaction.session import get_or_build_session
 from liftlog.bench.lake.compaction_baselines import BASELINES, read_lake_files, write
 from liftlog.bench.lake.compaction_table import BENCH_STREAM, TableShape, build_table
+from liftlog.bench.toolkit.json_object import JsonObject
 from spark_log.lake.rewrite import RewriteSnapshot
 from spark_log.lake.storage import LakeStorage
 
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run(shape: TableShape, work: Path, master: str, rounds: int) -> dict[str, Any]:
+def run(shape: TableShape, work: Path, master: str, rounds: int) -> JsonObject:
     pristine = work / "pristine"
     t0 = time.monotonic()
     rows = build_table(pristine, shape)
@@ -67,9 +67,9 @@ def run(shape: TableShape, work: Path, master: str, rounds: int) -> dict[str, An
     for r in range(rounds):
         for name, baseline in BASELINES.items():
             source = read_lake_files(spark, str(pristine), files)
-            timings[name].append(
-                _timed(lambda b=baseline, s=source: write(b(s), str(work / "out")))
-            )
+            started = time.monotonic()
+            write(baseline(source), str(work / "out"))
+            timings[name].append(time.monotonic() - started)
             print(f"round {r + 1}: {name}: {timings[name][-1]:.2f}s", flush=True)
         copy = work / f"copy-{r}"
         shutil.copytree(pristine, copy)
@@ -84,12 +84,6 @@ def run(shape: TableShape, work: Path, master: str, rounds: int) -> dict[str, An
     return _results(shape, rows, compacted_rows, timings, master, spark.version)
 
 
-def _timed(fn: Any) -> float:
-    started = time.monotonic()
-    fn()
-    return time.monotonic() - started
-
-
 def _results(
     shape: TableShape,
     rows: int,
@@ -97,7 +91,7 @@ def _results(
     timings: dict[str, list[float]],
     master: str,
     spark_version: str,
-) -> dict[str, Any]:
+) -> JsonObject:
     best = {name: min(ts) for name, ts in timings.items()}
     fastest_baseline = min(best[name] for name in BASELINES)
     return {
@@ -121,7 +115,7 @@ def _results(
     }
 
 
-def _print(results: dict[str, Any]) -> None:
+def _print(results: JsonObject) -> None:
     print(f"\n{results['rows']:,} rows -> {results['rows_after']:,} after compaction")
     for name, rate in results["rows_per_s"].items():
         print(f"  {name:<18} {results['best_seconds'][name]:7.2f}s  {rate:>12,} rows/s")

@@ -104,7 +104,7 @@ async def consume(consumer: GroupConsumer, seen: Seen, args: argparse.Namespace)
 class Run:
     """One run: its stream, its group and the members of this process."""
 
-    def __init__(self, client: Client, rest: RestClient, args: argparse.Namespace, n: int):
+    def __init__(self, client: Client, rest: RestClient, args: argparse.Namespace, n: int) -> None:
         self.client = client
         self.rest = rest
         self.args = args

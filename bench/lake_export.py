@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -50,9 +50,10 @@ from liftlog.bench.lake.pair import (
     drop_table,
     lake_pair,
 )
+from liftlog.bench.toolkit.json_object import JsonObject
 from liftlog.bench.toolkit.machine import describe_lake_machine
 from liftlog.bench.toolkit.spread import Spread, ratio
-from spark_log.config import LogConfig
+from spark_log.config import LakeConfig, LogConfig
 from spark_log.lake import LakeTable
 from spark_log.lake.storage import LakeStorage
 from spark_log.log import RECORD_SCHEMA, PartitionLog, encode_batch
@@ -153,7 +154,7 @@ def _fill_log(directory: Path, records: int, value_bytes: int) -> PartitionLog:
 
 def _measure_size(
     pair: LakePair, log: PartitionLog, args: argparse.Namespace, per_commit: int
-) -> dict[str, Any]:
+) -> JsonObject:
     runs: dict[str, list[ExportRun]] = {lake: [] for lake in LAKES}
     for r in range(args.runs):
         for lake in LAKES:
@@ -174,7 +175,9 @@ def _measure_size(
 def _export_once(
     pair: LakePair, lake: str, storage: LakeStorage, log: PartitionLog, per_commit: int
 ) -> ExportRun:
-    config = pair.config(lake, max_records_per_file=per_commit, max_bytes_per_file=UNLIMITED_BYTES)
+    config = dataclasses.replace(
+        pair.config(lake), max_records_per_file=per_commit, max_bytes_per_file=UNLIMITED_BYTES
+    )
     table = LakeTable(storage.uri, STREAM, storage)
     table.ensure_exists()
     before = table.snapshot().version
@@ -188,7 +191,7 @@ def _export_once(
     return ExportRun(seconds, snapshot.version - before, _parquet_bytes(storage))
 
 
-async def _drain(log: PartitionLog, table_uri: str, config: Any) -> float:
+async def _drain(log: PartitionLog, table_uri: str, config: LakeConfig) -> float:
     """Seconds from starting a leader's exporter to the lake holding the whole log."""
     target = ExportTarget(STREAM, PARTITION, table_uri, broker_id=1, leader_epoch=0)
     exporter = PartitionExporter(_LogSource(log), target, config, NodeMetrics(), tracked_from=0)
@@ -213,8 +216,8 @@ def _parquet_bytes(storage: LakeStorage) -> int:
 
 def _size_result(
     per_commit: int, args: argparse.Namespace, runs: dict[str, list[ExportRun]]
-) -> dict[str, Any]:
-    lakes: dict[str, Any] = {}
+) -> JsonObject:
+    lakes: JsonObject = {}
     rates: dict[str, Spread] = {}
     for lake, done in runs.items():
         seconds = Spread.of([r.seconds for r in done])
@@ -235,7 +238,7 @@ def _size_result(
     }
 
 
-def _print(result: dict[str, Any]) -> None:
+def _print(result: JsonObject) -> None:
     s = result["settings"]
     print()
     print(

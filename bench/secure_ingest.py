@@ -43,7 +43,6 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from liftlog.bench.compare.sides import NATS, NODE, PUBLISHER
 from liftlog.bench.errors import BenchError
@@ -59,6 +58,7 @@ from liftlog.bench.publish.settings import (
     BenchSettings,
 )
 from liftlog.bench.publish.tally import AckTally, CountingBatchSender, CountingPublisher
+from liftlog.bench.toolkit.json_object import JsonObject
 from liftlog.bench.toolkit.machine import describe_machine
 from liftlog.bench.toolkit.node_probe import peak_rss_mb
 from liftlog.bench.toolkit.payload import payload, size_label
@@ -149,7 +149,7 @@ class ModeRun:
             + self.batch_latency.failed * self.records_per_batch
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "per_message_acked": self.acked.to_json(),
             "producer_batches": {
@@ -204,7 +204,7 @@ class SizeResult:
         plain, secure = self.spreads(PLAIN), self.spreads(SECURE)
         return {f.key: ratio(secure[f.key], plain[f.key]) for f in FIGURES}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "record_bytes": self.record_bytes,
             "records_per_batch": self.records_per_batch,
@@ -482,7 +482,7 @@ def render_report(
     results: Sequence[SizeResult],
     settings: BenchSettings,
     runs: int,
-    machine: Mapping[str, Any],
+    machine: JsonObject,
     rss: Mapping[str, float],
 ) -> str:
     parts = [
@@ -501,7 +501,7 @@ def render_report(
     return "\n".join(parts)
 
 
-def settings_json(settings: BenchSettings, runs: int) -> dict[str, Any]:
+def settings_json(settings: BenchSettings, runs: int) -> JsonObject:
     return {
         "runs": runs,
         "records": settings.records,

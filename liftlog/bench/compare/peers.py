@@ -49,8 +49,10 @@ class Peers:
 class PeerStart(Protocol):
     """Starts a line-up's JetStream peer once the stack runs; ``cleanup`` stops it."""
 
-    # Whether the stack's own nats-server runs JetStream (the single-node peer publishes there).
-    stack_jetstream: bool
+    @property
+    def stack_jetstream(self) -> bool:
+        """Whether the stack's own nats-server runs JetStream (the single-node peer's does)."""
+        ...
 
     def start(
         self,

@@ -9,10 +9,10 @@ would measure the leader alone, which the single-node run already does).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from liftlog.bench.publish.fire_forget import FireForget
 from liftlog.bench.publish.replica_check import StoredCheck
+from liftlog.bench.toolkit.json_object import JsonObject
 from liftlog.bench.toolkit.stats import Latency, Throughput
 
 
@@ -50,8 +50,8 @@ class SizeResult:
     def lost(self) -> int:
         return sum(check.lost for check in self.stored.values())
 
-    def to_json(self) -> dict[str, Any]:
-        body = {**self._acked_json()}
+    def to_json(self) -> JsonObject:
+        body = self._acked_json()
         if self.fire_forget is not None:
             body["fire_and_forget"] = self.fire_forget.to_json()
         if self.stored:
@@ -59,7 +59,7 @@ class SizeResult:
             body["leaders_at_start"] = self.leaders
         return body
 
-    def _acked_json(self) -> dict[str, Any]:
+    def _acked_json(self) -> JsonObject:
         def rounds(side: str) -> list[float]:
             return [round(r.records_per_s, 1) for r in self.per_message_rounds.get(side, [])]
 
@@ -81,8 +81,8 @@ class SizeResult:
 
 @dataclass
 class BenchResult:
-    machine: dict[str, Any]
-    settings: dict[str, Any]
+    machine: JsonObject
+    settings: JsonObject
     replication_factor: int
     sizes: list[SizeResult] = field(default_factory=list)
     # VmHWM of each Liftlog node, by name ("node" for a single one, else node-1 ...).
@@ -91,8 +91,8 @@ class BenchResult:
     # Each side's replica processes (node-1 ..., bench-r3-1 ...), for the CPU figures.
     replica_names: dict[str, list[str]] = field(default_factory=dict)
 
-    def to_json(self, verdicts: list[dict[str, Any]]) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def to_json(self, verdicts: list[JsonObject]) -> JsonObject:
+        body: JsonObject = {
             "machine": self.machine,
             "settings": self.settings,
             "results": [s.to_json() for s in self.sizes],

@@ -8,11 +8,11 @@ ten times it. One node adds the fire-and-forget targets; a replicated run report
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from liftlog.bench.compare.lineup import Lineup
 from liftlog.bench.compare.results import BenchResult, SizeResult
 from liftlog.bench.publish.fire_forget import FireForget
+from liftlog.bench.toolkit.json_object import JsonObject
 from liftlog.bench.toolkit.payload import size_label
 
 PER_MESSAGE_TARGET_RATIO = 1.0
@@ -28,7 +28,7 @@ class Verdict:
     value: str
     met: bool
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return asdict(self)
 
 

@@ -20,9 +20,10 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Self
 
 from liftlog.bench.errors import BenchError
+from liftlog.bench.toolkit.json_object import JsonObject
 from liftlog.embedded.lifecycle import StartStop
 from liftlog.embedded.nats import DEFAULT_NATS_HOST, NatsServer
 from liftlog.embedded.ports import free_port_block
@@ -166,7 +167,7 @@ def _meta_leader(monitor_url: str) -> str | None:
     return str(leader) if leader else None
 
 
-def _jsz(monitor_url: str) -> dict[str, Any] | None:
+def _jsz(monitor_url: str) -> JsonObject | None:
     try:
         with urllib.request.urlopen(f"{monitor_url}/jsz", timeout=JSZ_TIMEOUT_S) as resp:
             return dict(json.loads(resp.read()))

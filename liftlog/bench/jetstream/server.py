@@ -14,13 +14,13 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 import nats.errors
 from nats.js import JetStreamContext
 from nats.js.api import StorageType, StreamConfig
 
 from liftlog.bench.errors import BenchError
+from liftlog.bench.toolkit.json_object import JsonObject
 from liftlog.embedded.nats import NatsServer
 from liftlog.embedded.ports import free_port
 
@@ -50,7 +50,7 @@ class SyncAlwaysNatsServer(NatsServer):
         return super()._config_text() + SYNC_ALWAYS_CONFIG.format(store_dir=store)
 
 
-def varz(monitor_url: str) -> dict[str, Any]:
+def varz(monitor_url: str) -> JsonObject:
     """The server's ``/varz`` (version, JetStream config, slow-consumer count)."""
     try:
         with urllib.request.urlopen(f"{monitor_url}/varz", timeout=VARZ_TIMEOUT_S) as resp:

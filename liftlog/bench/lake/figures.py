@@ -10,10 +10,10 @@ import os
 import resource
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from liftlog.bench.errors import BenchError
 from liftlog.bench.lake.pair import LAKE_TITLES
+from liftlog.bench.toolkit.json_object import JsonObject
 from liftlog.bench.toolkit.spread import Spread
 from liftlog.bench.toolkit.table import render_table
 
@@ -40,7 +40,7 @@ def check_runs(runs: int) -> int:
     return runs
 
 
-def spreads_json(spreads: dict[str, Spread], decimals: int = 3) -> dict[str, Any]:
+def spreads_json(spreads: dict[str, Spread], decimals: int = 3) -> JsonObject:
     return {name: spread.to_json(decimals) for name, spread in spreads.items()}
 
 
@@ -68,7 +68,7 @@ def load_average() -> list[float]:
     return [round(v, 2) for v in os.getloadavg()]
 
 
-def write_json(path: str | None, result: dict[str, Any]) -> None:
+def write_json(path: str | None, result: JsonObject) -> None:
     if not path:
         return
     target = Path(path)

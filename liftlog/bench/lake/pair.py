@@ -9,14 +9,12 @@ happens.
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from liftlog.bench.errors import BenchError
 from liftlog.bench.toolkit.node_probe import peak_rss_mb
@@ -56,11 +54,9 @@ class LakePair:
         """The lake's object-store options (delta-rs names; none for the local lake)."""
         return dict(self.s3_config.storage_options) if lake == S3 else {}
 
-    def config(self, lake: str, **overrides: Any) -> LakeConfig:
-        """A node's ``[lake]`` section for this lake, with ``overrides`` (batch sizes ...)."""
-        if lake == S3:
-            return dataclasses.replace(self.s3_config, **overrides)
-        return LakeConfig(uri=self.root(lake), **overrides)
+    def config(self, lake: str) -> LakeConfig:
+        """A node's ``[lake]`` section for this lake (``dataclasses.replace`` sets the rest)."""
+        return self.s3_config if lake == S3 else LakeConfig(uri=self.root(lake))
 
     def storage(self, lake: str, table: str) -> LakeStorage:
         """The table ``table`` under the lake's root, with the lake's options."""

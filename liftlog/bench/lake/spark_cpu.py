@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+
+from pyspark.sql import SparkSession
+
+from liftlog.bench.errors import BenchError
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 # After the ")" of the command name: ppid is field 1, utime 11, stime 12, cutime 13, cstime 14.
@@ -47,6 +50,9 @@ def tree_cpu_seconds(root: int) -> float:
     return total / _CLOCK_TICKS
 
 
-def jvm_pid(spark: Any) -> int:
+def jvm_pid(spark: SparkSession) -> int:
     """The pid of a session's driver JVM: the root of the process tree a query runs in."""
-    return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+    jvm = spark.sparkContext._jvm  # py4j's gateway view: untyped, hence Any below
+    if jvm is None:
+        raise BenchError("the Spark session has no JVM gateway")
+    return int(jvm.java.lang.ProcessHandle.current().pid())

@@ -12,12 +12,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
 
 from datasource.lake_view import load_lake_view
 from liftlog.bench.errors import BenchError
 from liftlog.bench.lake.fill import fill
 from liftlog.bench.lake.spark_cpu import jvm_pid, tree_cpu_seconds
+from liftlog.bench.toolkit.json_object import JsonObject
 from liftlog.embedded.ports import free_port
 from liftlog.embedded.standalone import Standalone
 from spark_log.api_models import FlushResult
@@ -44,7 +46,7 @@ AGGREGATES = (
 prune columns in Spark 4.3, so a narrow query would only flatter the native scan)."""
 SPARK_EXTRA = {"spark.driver.memory": "4g"}
 
-Query = Callable[[Any], dict[str, Any]]
+Query = Callable[[DataFrame], JsonObject]
 """A query over a side's DataFrame, returning its one result row."""
 
 
@@ -111,31 +113,44 @@ def snapshot_files(storage: LakeStorage, stream: str, partitions: int) -> list[s
     return [f.path for fs in lake.files.values() for f in fs] if lake else []
 
 
-def spark_session(app_name: str, extra: dict[str, str] | None = None) -> Any:
+def spark_session(app_name: str, extra: dict[str, str] | None = None) -> SparkSession:
     from datasource.local_spark import local_session
 
     return local_session(app_name, extra={**SPARK_EXTRA, **(extra or {})})
 
 
-def liftlog_df(spark: Any, api: str, stream: str, options: dict[str, str] | None = None) -> Any:
+def liftlog_df(
+    spark: SparkSession, api: str, stream: str, options: dict[str, str] | None = None
+) -> DataFrame:
     reader = spark.read.format("liftlog").option("servers", api).option("stream", stream)
     for name, value in (options or {}).items():
         reader = reader.option(name, value)
     return reader.load()
 
 
-def native_df(spark: Any, uri: str, files: list[str]) -> Any:
+def native_df(spark: SparkSession, uri: str, files: list[str]) -> DataFrame:
     """Spark's own Parquet scan of exactly ``files`` (local paths: no S3A connector here)."""
     return spark.read.option("basePath", uri).schema(NATIVE_SCHEMA).parquet(*files)
 
 
-def aggregate(df: Any) -> dict[str, Any]:
+def aggregate(df: DataFrame) -> JsonObject:
     """The full-row aggregation (``AGGREGATES``)."""
-    return dict(df.selectExpr(*AGGREGATES.split(", ")).first().asDict())
+    return one_row(df.selectExpr(*AGGREGATES.split(", ")))
+
+
+def one_row(df: DataFrame) -> JsonObject:
+    """The one row an aggregation returns, by column name."""
+    row = df.first()
+    if row is None:
+        raise BenchError("an aggregation returned no row")
+    return dict(row.asDict())
 
 
 def time_interleaved(
-    spark: Any, sides: dict[str, Any], rounds: int, query: Query = aggregate
+    spark: SparkSession,
+    sides: dict[str, Callable[[], DataFrame]],
+    rounds: int,
+    query: Query = aggregate,
 ) -> dict[str, dict[str, list[float]]]:
     """Per round and side, a ``query`` on a fresh DataFrame (planning included: for liftlog one
     describe, one Delta snapshot and Spark's Python planner workers) and a ``scan`` re-running an
@@ -144,8 +159,8 @@ def time_interleaved(
     elsewhere on the machine hits both alike; one warm-up each first, whose results must agree
     (every side reads the same records)."""
     jvm = jvm_pid(spark)
-    planned = {}
-    answers = {}
+    planned: dict[str, DataFrame] = {}
+    answers: dict[str, JsonObject] = {}
     for label, make_df in sides.items():
         planned[label] = make_df()
         answers[label] = query(planned[label])

@@ -16,39 +16,45 @@ import asyncio
 import json
 import sys
 import time
-from typing import Any
+from dataclasses import asdict, dataclass
 
 import nats
 import nats.errors
+from nats.aio.msg import Msg
 
 # Generous client-side buffers: a drop here would make the yardstick, not Liftlog, look slow.
 PENDING_BYTES_LIMIT = 1024 * 1024 * 1024
 
 
+@dataclass
+class Count:
+    """What the subscriber saw: printed as its one JSON line (``SubscriberCount`` reads it)."""
+
+    count: int = 0
+    first: float | None = None
+    last: float | None = None
+    slow_consumer: int = 0
+    cpu_s: float = 0.0
+
+
 async def count_messages(
     url: str, subject: str, count: int, idle_s: float, timeout_s: float
-) -> dict[str, Any]:
-    state: dict[str, Any] = {
-        "count": 0,
-        "first": None,
-        "last": None,
-        "slow_consumer": 0,
-        "cpu_s": 0.0,
-    }
+) -> Count:
+    state = Count()
     done = asyncio.Event()
 
-    async def on_msg(_msg: Any) -> None:
+    async def on_msg(_msg: Msg) -> None:
         now = time.monotonic()
-        if state["first"] is None:
-            state["first"] = now
-        state["last"] = now
-        state["count"] += 1
-        if state["count"] >= count:
+        if state.first is None:
+            state.first = now
+        state.last = now
+        state.count += 1
+        if state.count >= count:
             done.set()
 
     async def on_error(exc: Exception) -> None:
         if isinstance(exc, nats.errors.SlowConsumerError):
-            state["slow_consumer"] += 1
+            state.slow_consumer += 1
 
     nc = await nats.connect(url, error_cb=on_error, max_reconnect_attempts=0)
     await nc.subscribe(
@@ -59,14 +65,14 @@ async def count_messages(
     cpu_at_ready = time.process_time()
     deadline = time.monotonic() + timeout_s
     while not done.is_set() and time.monotonic() < deadline:
-        last = state["last"]
+        last = state.last
         if last is not None and time.monotonic() - last > idle_s:
             break
         try:
             await asyncio.wait_for(done.wait(), 0.5)
         except TimeoutError:
             continue
-    state["cpu_s"] = time.process_time() - cpu_at_ready
+    state.cpu_s = time.process_time() - cpu_at_ready
     await nc.close()
     return state
 
@@ -74,7 +80,7 @@ async def count_messages(
 def main(argv: list[str]) -> int:
     url, subject, count, idle_s, timeout_s = argv
     state = asyncio.run(count_messages(url, subject, int(count), float(idle_s), float(timeout_s)))
-    print(json.dumps(state), flush=True)
+    print(json.dumps(asdict(state)), flush=True)
     return 0
 
 

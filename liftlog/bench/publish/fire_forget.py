@@ -16,7 +16,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import nats
 
@@ -27,6 +26,7 @@ from liftlog.bench.publish.settings import RECORDING_STALL_S, BenchSettings
 from liftlog.bench.publish.subscriber_process import SubscriberCount, bare_subscriber
 from liftlog.bench.toolkit.cpu import CpuMeter
 from liftlog.bench.toolkit.deadline import within
+from liftlog.bench.toolkit.json_object import JsonObject
 from liftlog.bench.toolkit.node_probe import high_watermark, slow_consumer_drops
 from liftlog.bench.toolkit.progress import Progress
 from spark_log.client.rest import RestClient
@@ -81,7 +81,7 @@ class FireForget:
         sub = self.subscriber_records_per_s
         return self.liftlog_records_per_s / sub if sub > 0 else 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "published": self.published,
             "publisher_records_per_s": round(self.published / self.publish_seconds, 1)

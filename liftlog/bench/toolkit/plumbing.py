@@ -9,12 +9,12 @@ import os
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import nats
 import nats.errors
 from nats.aio.client import Client as NatsClient
 
+from liftlog.bench.toolkit.json_object import JsonObject
 from spark_log.errors import UnavailableError
 
 
@@ -48,7 +48,7 @@ def loadavg() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def write_json(json_path: str | Path, body: dict[str, Any]) -> Path:
+def write_json(json_path: str | Path, body: JsonObject) -> Path:
     """Write the results (creating the directory); returns the path for the closing line."""
     path = Path(json_path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from liftlog.bench.errors import BenchError
+from liftlog.bench.toolkit.json_object import JsonObject
 from liftlog.bench.toolkit.table import num
 
 
@@ -39,7 +39,7 @@ class Spread:
     def high(self) -> float:
         return max(self.runs)
 
-    def to_json(self, decimals: int = 3) -> dict[str, Any]:
+    def to_json(self, decimals: int = 3) -> JsonObject:
         return {
             "runs": [round(v, decimals) for v in self.runs],
             "median": round(self.median, decimals),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+
+from liftlog.bench.toolkit.json_object import JsonObject
 
 BYTES_PER_MB = 1_000_000
 
@@ -31,7 +32,7 @@ class Throughput:
         """Payload megabytes (10^6 bytes) per second: headers and framing are not counted."""
         return self.records_per_s * self.record_bytes / BYTES_PER_MB
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "records": self.records,
             "failed": self.failed,
@@ -74,7 +75,7 @@ class Latency:
             cpu_percent=dict(cpu_percent or {}),
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "count": self.count,
             "failed": self.failed,
