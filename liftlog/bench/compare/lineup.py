@@ -1,11 +1,11 @@
 """What ``liftlog bench --replication N`` lines up: one node beside JetStream, or three beside a
 JetStream R3 cluster.
 
-Everything the two runs do differently is here: the sides, the defaults, the JetStream peer
-(a small strategy) and the rule that follows from the replication factor (a replicated run
-checks every replica against the acked count; a single node records fire-and-forget traffic
-beside a bare subscriber). The stack, the size run, the report and the verdicts read a
-line-up and hold no copy of their own per mode.
+Everything the two runs do differently is here, as data (the sides, the defaults) and one
+small strategy (the JetStream peer), so the stack, the size run, the report and the verdicts
+are one code path. What follows from the replication factor itself: a replicated run checks
+every replica against the acked count; a single node records fire-and-forget traffic beside
+a bare subscriber.
 """
 
 from __future__ import annotations

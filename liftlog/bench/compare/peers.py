@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from liftlog.bench.compare.sides import NATS_SYNC, Side
 from liftlog.bench.jetstream.cluster import JetStreamCluster
@@ -69,7 +69,7 @@ class SingleServerPeers:
 
     default: Side
     sync_always: Side
-    stack_jetstream: bool = True
+    stack_jetstream: ClassVar[bool] = True
 
     def start(
         self,
@@ -93,7 +93,7 @@ class ClusterPeers:
     """A three-server JetStream cluster whose servers are the side's replicas."""
 
     side: Side
-    stack_jetstream: bool = False
+    stack_jetstream: ClassVar[bool] = False
 
     def start(
         self,
