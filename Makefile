@@ -69,7 +69,7 @@ fault-ha: $(STAMP)
 # schedule of DURATION seconds and an unsafe one; SEED replays; the table is printed last.
 DURATION ?= 600
 SEED     ?=
-RESULTS  ?= bench/jepsen-results
+RESULTS  ?= bench/results/jepsen
 JEPSEN_ENV = LIFTLOG_JEPSEN_RESULTS=$(abspath $(RESULTS)) LIFTLOG_JEPSEN_DURATION=$(DURATION) LIFTLOG_JEPSEN_SEED=$(SEED)
 
 jepsen: $(STAMP)
@@ -84,7 +84,7 @@ jepsen-random: $(STAMP)
 	  status=$$?; $(PY) -m tests.support.jepsen.table $(RESULTS); exit $$status
 
 bench: $(STAMP)
-	$(VENV)/bin/liftlog bench --json bench/results-latest.json
+	$(VENV)/bin/liftlog bench --json bench/results/liftlog-bench.json
 
 # Every benchmark script with tiny sizes (figures present, nothing lost, no process left),
 # including the Spark-based lake smokes that `make test` leaves out (about 3 minutes).
@@ -93,55 +93,55 @@ bench-smoke: $(STAMP)
 
 # batch reads through format("liftlog") beside Spark's Parquet scan of the same lake files (10M records)
 bench-spark: $(STAMP)
-	PYTHONPATH=. $(PY) bench/spark_read.py --json bench/results-spark-read.json
+	$(PY) bench/spark_read.py --json bench/results/spark-read.json
 
-# Key compaction (a Spark job) beside plain Spark latest-per-key aggregations of the same files.
 # Freshness: publish -> visible in a 1 s micro-batch, ack -> visible in the Delta table.
 bench-latency: $(STAMP)
-	PYTHONPATH=. $(PY) bench/stream_latency.py --json bench/results-latency.json
+	$(PY) bench/stream_latency.py --json bench/results/latency.json
 
 # Reassigning a 1 GB partition to a new broker while an acks=all publisher runs.
 bench-reassign: $(STAMP)
-	PYTHONPATH=. $(PY) bench/reassign.py --size-mb 1024 --runs 3 --json bench/results-reassign.json
+	$(PY) bench/reassign.py --size-mb 1024 --runs 3 --json bench/results/reassign.json
 
 # HA recovery: kill -9 of a NATS server -> first ack; ZooKeeper quorum lost and restored ->
 # first stream create and first ack (median and spread over the runs)
 bench-ha: $(STAMP)
-	PYTHONPATH=. $(PY) bench/ha_recovery.py --runs 3 --json bench/results-ha-recovery.json
+	$(PY) bench/ha_recovery.py --runs 3 --json bench/results/ha-recovery.json
 
 # Acked ingest (per-message, producer batches, ack latency) on the plain stack beside the
 # `liftlog standalone --secure` one, in one run through the real client; 3 runs, median and
 # spread (about 2 minutes on 2 cores).
 bench-secure: $(STAMP)
-	PYTHONPATH=. $(PY) bench/secure_ingest.py --runs 3 --json bench/results-secure.json
+	$(PY) bench/secure_ingest.py --runs 3 --json bench/results/secure.json
 
 # Cursor commits (REST through the client, __cursors on 3 nodes, acks=all) beside JetStream
 # key-value puts on the same nats-server: commits/s with 16 writers, sequential p50/p99.
 bench-cursors: $(STAMP)
-	PYTHONPATH=. $(PY) bench/cursor_commits.py --runs 3 --json bench/results-cursors.json
+	$(PY) bench/cursor_commits.py --runs 3 --json bench/results/cursors.json
 
 # Consumer group rebalances on three nodes: a join, a leave and a SIGKILLed member, each timed
 # until the coordinator says stable; the records a kill delivered again beside those after its
 # last commit. 3 runs, median and spread (about a minute on 2 cores).
 bench-groups: $(STAMP)
-	PYTHONPATH=. $(PY) bench/group_rebalance.py --runs 3 --json bench/results-groups.json
+	$(PY) bench/group_rebalance.py --runs 3 --json bench/results/groups.json
 
+# Key compaction (a Spark job) beside plain Spark latest-per-key aggregations of the same files.
 bench-compact: $(STAMP)
-	$(PY) -m datasource.compaction.bench --rows 2000000 --rounds 3 --json bench/compaction-latest.json
+	$(PY) bench/compaction.py --rows 2000000 --rounds 3 --json bench/results/compaction.json
 
 # A local lake beside an s3:// lake on the embedded SeaweedFS, in one run each: export
 # throughput, format("liftlog") reads (native Parquet of the local files as the peer) and
 # compaction; 3 runs per figure, median and spread (about 8 minutes on 2 cores).
 bench-lake: $(STAMP)
-	PYTHONPATH=. $(PY) bench/lake_export.py --records 1000000 --batch-sizes 10000,100000 --runs 3 --json bench/results-lake-export.json
-	PYTHONPATH=. $(PY) bench/spark_read_lake.py --records 4000000 --runs 3 --json bench/results-lake-read.json
-	PYTHONPATH=. $(PY) bench/compact_s3.py --rows 2000000 --runs 3 --json bench/results-lake-compact.json
+	$(PY) bench/lake_export.py --records 1000000 --batch-sizes 10000,100000 --runs 3 --json bench/results/lake-export.json
+	$(PY) bench/spark_read_lake.py --records 4000000 --runs 3 --json bench/results/lake-read.json
+	$(PY) bench/compact_s3.py --rows 2000000 --runs 3 --json bench/results/lake-compact.json
 
 # REST reads (Arrow and JSON) of 200,000 records from the lake tier (below the local log
 # start, served from the Delta table by the node) beside as many from the local log, in one
 # run; 3 runs, median and spread (about a minute on 2 cores).
 bench-lake-tier: $(STAMP)
-	PYTHONPATH=. $(PY) bench/lake_tier_read.py --records 200000 --runs 3 --json bench/results-lake-tier.json
+	$(PY) bench/lake_tier_read.py --records 200000 --runs 3 --json bench/results/lake-tier.json
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -4,15 +4,15 @@ so the difference is the store.
 
 Run from the repository root (``make bench-lake`` runs this with the sizes below)::
 
-    PYTHONPATH=. .venv/bin/python bench/compact_s3.py --json bench/results-lake-compact.json
-    PYTHONPATH=. .venv/bin/python bench/compact_s3.py --rows 20000 --runs 1   # a smoke run
+    .venv/bin/python bench/compact_s3.py --json bench/results/lake-compact.json
+    .venv/bin/python bench/compact_s3.py --rows 20000 --runs 1   # a smoke run
 
 What is timed is what ``liftlog compact <stream>`` runs once it has described the stream and
 started Spark: ``compact_stream`` with the options the command's own flags give (parsed by the
 CLI's parser: ``--lake-option`` for the S3 store, defaults otherwise, so packing small files
 and vacuum run too). The report's own clock splits it into the compaction (plan, Spark job,
 commit) and the maintenance after it. The table is built once, exporter-shaped
-(``datasource.compaction.bench.data``), and each run compacts fresh byte-for-byte copies of
+(``liftlog.bench.lake.compaction_table``), and each run compacts fresh byte-for-byte copies of
 it on both lakes (copying is not timed); runs alternate the lakes. The S3 server runs on this
 machine, so the figures show the job's cost per object-store request, not a network's.
 """
@@ -24,37 +24,40 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pyarrow.fs as pafs
+from pyspark.sql import SparkSession
 
-from bench.lake_common import (
-    LAKE_TITLES,
-    LAKES,
-    LOCAL,
-    S3,
-    LakePair,
-    add_common_flags,
-    check_runs,
-    drop_table,
-    figures_table,
-    lake_pair,
-    load_average,
-    own_peak_rss_mb,
-    spreads_json,
-    write_json,
-)
-from bench.spark_cpu import jvm_pid
 from datasource.compaction import CompactionTarget, compact_stream
-from datasource.compaction.bench.data import BENCH_STREAM, TableShape, build_table
 from datasource.compaction.command import options_from_args
 from datasource.compaction.lake_options import parse_lake_options
 from datasource.compaction.report import CompactionReport
 from datasource.compaction.session import get_or_build_session
 from liftlog.bench.errors import BenchError
-from liftlog.bench.machine import describe_lake_machine
-from liftlog.bench.node_probe import peak_rss_mb
-from liftlog.bench.spread import Spread, ratio
+from liftlog.bench.lake.compaction_table import BENCH_STREAM, TableShape, build_table
+from liftlog.bench.lake.figures import (
+    add_common_flags,
+    check_runs,
+    figures_table,
+    load_average,
+    own_peak_rss_mb,
+    spreads_json,
+    write_json,
+)
+from liftlog.bench.lake.pair import (
+    LAKE_TITLES,
+    LAKES,
+    LOCAL,
+    S3,
+    LakePair,
+    drop_table,
+    lake_pair,
+)
+from liftlog.bench.lake.spark_cpu import jvm_pid
+from liftlog.bench.toolkit.json_object import JsonObject
+from liftlog.bench.toolkit.machine import describe_lake_machine
+from liftlog.bench.toolkit.node_probe import peak_rss_mb
+from liftlog.bench.toolkit.spread import Spread, ratio
 from liftlog.cli import build_parser
 
 DAY_MS = 24 * 3_600_000
@@ -96,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _run(pair: LakePair, shape: TableShape, args: argparse.Namespace) -> dict[str, Any]:
+def _run(pair: LakePair, shape: TableShape, args: argparse.Namespace) -> JsonObject:
     pristine = pair.work / "pristine"
     started = time.monotonic()
     rows = build_table(pristine, shape)
@@ -135,7 +138,9 @@ def _run(pair: LakePair, shape: TableShape, args: argparse.Namespace) -> dict[st
     }
 
 
-def _warm_up(spark: Any, pair: LakePair, pristine: Path, shape: TableShape, master: str) -> None:
+def _warm_up(
+    spark: SparkSession, pair: LakePair, pristine: Path, shape: TableShape, master: str
+) -> None:
     """One untimed compaction first: the first Spark job of a session also starts the JVM's
     code paths and the Python workers, which would otherwise land on whichever lake ran first."""
     command = _cli_args(pair, LOCAL, master)
@@ -206,7 +211,7 @@ def _check(report: CompactionReport, rows: int, lake: str) -> None:
         )
 
 
-def _jvm_peak_rss_mb(spark: Any) -> float | None:
+def _jvm_peak_rss_mb(spark: SparkSession) -> float | None:
     try:
         return round(peak_rss_mb(jvm_pid(spark)), 1)
     except BenchError:
@@ -224,7 +229,7 @@ def _spreads(done: list[tuple[float, CompactionReport]], rows: int) -> dict[str,
     }
 
 
-def _lake_result(done: list[tuple[float, CompactionReport]], rows: int) -> dict[str, Any]:
+def _lake_result(done: list[tuple[float, CompactionReport]], rows: int) -> JsonObject:
     first = done[0][1]
     return {
         **spreads_json(_spreads(done, rows)),
@@ -239,7 +244,7 @@ def _seconds_ratio(reports: dict[str, list[tuple[float, CompactionReport]]]) -> 
     return None if value is None else round(value, 3)
 
 
-def _print(result: dict[str, Any]) -> None:
+def _print(result: JsonObject) -> None:
     s = result["settings"]
     print()
     print(

@@ -2,8 +2,8 @@
 
 Run from the repository root (``make bench-cursors`` does this)::
 
-    PYTHONPATH=. .venv/bin/python bench/cursor_commits.py --runs 3 \
-        --json bench/results-cursors.json
+    .venv/bin/python bench/cursor_commits.py --runs 3 \
+        --json bench/results/cursors.json
 
 One embedded stack (``liftlog standalone`` with JetStream on): NATS, ZooKeeper and three
 nodes, so ``__cursors`` has its production shape (replication factor 3, acks=all). The peer is
@@ -28,16 +28,17 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import nats
+from nats.js.kv import KeyValue
 
-from liftlog.bench.jetstream import varz
-from liftlog.bench.machine import describe_machine
-from liftlog.bench.plumbing import data_root, loadavg, write_json
-from liftlog.bench.progress import Progress
-from liftlog.bench.spread import Spread
-from liftlog.bench.table import render_table
+from liftlog.bench.jetstream.server import varz
+from liftlog.bench.toolkit.json_object import JsonObject
+from liftlog.bench.toolkit.machine import describe_machine
+from liftlog.bench.toolkit.plumbing import data_root, loadavg, write_json
+from liftlog.bench.toolkit.progress import Progress
+from liftlog.bench.toolkit.spread import Spread
+from liftlog.bench.toolkit.table import render_table
 from liftlog.embedded.ports import free_port
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
@@ -82,7 +83,7 @@ async def concurrent(commit: Commit, writers: int, per_writer: int) -> float:
 
 
 async def run_once(
-    client: Client, kv: Any, args: argparse.Namespace, first: str
+    client: Client, kv: KeyValue, args: argparse.Namespace, first: str
 ) -> dict[str, dict[str, float]]:
     async def liftlog_commit(cursor_id: str, offset: int) -> None:
         await client.set_cursor(cursor_id, STREAM, 0, offset)
@@ -112,7 +113,7 @@ async def check_stored(client: Client, args: argparse.Namespace) -> list[str]:
     return wrong
 
 
-async def bench(stack: Standalone, args: argparse.Namespace, progress: Progress) -> dict[str, Any]:
+async def bench(stack: Standalone, args: argparse.Namespace, progress: Progress) -> JsonObject:
     runs: list[dict[str, dict[str, float]]] = []
     async with Client(stack.nodes[0].api_url, nats_url=stack.nats.url) as client:
         await client.create_stream(STREAM, f"{STREAM}.in")

@@ -3,8 +3,8 @@ what a kill delivers again beside what its last commit says it must.
 
 Run from the repository root (``make bench-groups`` does this)::
 
-    PYTHONPATH=. .venv/bin/python bench/group_rebalance.py --runs 3 \
-        --json bench/results-groups.json
+    .venv/bin/python bench/group_rebalance.py --runs 3 \
+        --json bench/results/groups.json
 
 One embedded stack (``liftlog standalone``: NATS, ZooKeeper, three nodes). Per run, a fresh
 six-partition stream full of records and a fresh group with two members consuming it
@@ -42,12 +42,12 @@ from pathlib import Path
 
 from liftlog.bench.errors import BenchError
 from liftlog.bench.group_member import expected_redelivery, member_view
-from liftlog.bench.jetstream import varz
-from liftlog.bench.machine import describe_machine
-from liftlog.bench.plumbing import data_root, loadavg, write_json
-from liftlog.bench.progress import Progress
-from liftlog.bench.spread import Spread
-from liftlog.bench.table import render_table
+from liftlog.bench.jetstream.server import varz
+from liftlog.bench.toolkit.machine import describe_machine
+from liftlog.bench.toolkit.plumbing import data_root, loadavg, write_json
+from liftlog.bench.toolkit.progress import Progress
+from liftlog.bench.toolkit.spread import Spread
+from liftlog.bench.toolkit.table import render_table
 from liftlog.embedded.ports import free_port
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
@@ -104,7 +104,7 @@ async def consume(consumer: GroupConsumer, seen: Seen, args: argparse.Namespace)
 class Run:
     """One run: its stream, its group and the members of this process."""
 
-    def __init__(self, client: Client, rest: RestClient, args: argparse.Namespace, n: int):
+    def __init__(self, client: Client, rest: RestClient, args: argparse.Namespace, n: int) -> None:
         self.client = client
         self.rest = rest
         self.args = args

@@ -2,8 +2,8 @@
 
 Run from the repository root (``make bench-ha`` does this)::
 
-    PYTHONPATH=. .venv/bin/python bench/ha_recovery.py --runs 3 \
-        --json bench/results-ha-recovery.json
+    .venv/bin/python bench/ha_recovery.py --runs 3 \
+        --json bench/results/ha-recovery.json
 
 Each run starts a fresh ``Standalone(ha=True)`` (three NATS servers, a three-server ZooKeeper
 ensemble, three nodes), creates an RF=3 stream and keeps acks=all publishers running, then:
@@ -32,15 +32,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from liftlog.bench.errors import BenchError
-from liftlog.bench.jetstream import varz
-from liftlog.bench.machine import describe_machine
-from liftlog.bench.plumbing import data_root, loadavg, write_json
-from liftlog.bench.spread import Spread
+from liftlog.bench.jetstream.server import varz
+from liftlog.bench.toolkit.json_object import JsonObject
+from liftlog.bench.toolkit.machine import describe_machine
+from liftlog.bench.toolkit.plumbing import data_root, loadavg, write_json
+from liftlog.bench.toolkit.spread import Spread
 from liftlog.embedded.ports import free_port_block
 from liftlog.embedded.standalone import Standalone
 from liftlog.embedded.standalone_ha import HA_CLUSTER_SIZE, HaTopology
@@ -144,7 +144,7 @@ def _create(api_url: str, name: str, replication_factor: int = 1) -> int:
         return 0
 
 
-async def measure_nats_loss(stack: Standalone, load: AckedLoad) -> dict[str, Any]:
+async def measure_nats_loss(stack: Standalone, load: AckedLoad) -> JsonObject:
     """kill -9 of the leader's NATS server: seconds to the first ack after it."""
     servers = _ha(stack).nats.servers
     leader = await asyncio.to_thread(_leader, stack.nodes[0].api_url)
@@ -157,7 +157,7 @@ async def measure_nats_loss(stack: Standalone, load: AckedLoad) -> dict[str, Any
     return {"first_ack_s": to_ack, "failed_publishes": failed}
 
 
-async def measure_quorum_loss(stack: Standalone, load: AckedLoad, run: int) -> dict[str, Any]:
+async def measure_quorum_loss(stack: Standalone, load: AckedLoad, run: int) -> JsonObject:
     """Two of three ZooKeeper servers killed for a window, then started again."""
     ensemble = _ha(stack).zookeeper
     first = ensemble.leader()
@@ -193,7 +193,7 @@ async def measure_quorum_loss(stack: Standalone, load: AckedLoad, run: int) -> d
     }
 
 
-async def measure_run(stack: Standalone, run: int) -> dict[str, Any]:
+async def measure_run(stack: Standalone, run: int) -> JsonObject:
     """One run on a started stack: NATS loss, then ZooKeeper quorum loss."""
     status = await asyncio.to_thread(_create, stack.nodes[0].api_url, STREAM, HA_CLUSTER_SIZE)
     if status not in (200, 201):
@@ -214,7 +214,7 @@ async def measure_run(stack: Standalone, run: int) -> dict[str, Any]:
     return {"nats_server_loss": nats, "zookeeper_quorum_loss": zookeeper}
 
 
-def run_once(root: Path, run: int) -> dict[str, Any]:
+def run_once(root: Path, run: int) -> JsonObject:
     """A fresh HA stack in ``root``, measured once and stopped whatever happens."""
     stack = Standalone(
         nodes=HA_CLUSTER_SIZE,
@@ -245,7 +245,7 @@ FIGURES = (
 )
 
 
-def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(runs: list[JsonObject]) -> JsonObject:
     """Median and spread (min..max) of each figure over the runs."""
     return {
         f"{part}.{key}": Spread.of([run[part][key] for run in runs]).to_json()
@@ -253,7 +253,7 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def print_report(runs: list[dict[str, Any]], machine: dict[str, Any]) -> None:
+def print_report(runs: list[JsonObject], machine: JsonObject) -> None:
     for i, run in enumerate(runs, 1):
         print(f"run {i}:")
         for part, key, label, decimals in FIGURES:
@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     started_load = loadavg()
-    runs: list[dict[str, Any]] = []
+    runs: list[JsonObject] = []
     with data_root(args.data_dir) as root:
         for run in range(1, args.runs + 1):
             print(f"run {run}/{args.runs} ...", file=sys.stderr, flush=True)

@@ -3,8 +3,8 @@ records, the same records per commit, in one run.
 
 Run from the repository root (``make bench-lake`` runs this with the sizes below)::
 
-    PYTHONPATH=. .venv/bin/python bench/lake_export.py --json bench/results-lake-export.json
-    PYTHONPATH=. .venv/bin/python bench/lake_export.py --records 20000 --batch-sizes 5000 --runs 1
+    .venv/bin/python bench/lake_export.py --json bench/results/lake-export.json
+    .venv/bin/python bench/lake_export.py --records 20000 --batch-sizes 5000 --runs 1
 
 What is timed is a partition leader's own exporter (``ingest.lake.exporter.PartitionExporter``)
 draining a partition log of N committed records into a fresh Delta table: each round loads a
@@ -19,40 +19,43 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bench.lake_common import (
-    LAKE_TITLES,
-    LAKES,
-    LOCAL,
-    S3,
-    LakePair,
-    add_common_flags,
-    check_runs,
-    drop_table,
-    figures_table,
-    lake_pair,
-    load_average,
-    own_peak_rss_mb,
-    spreads_json,
-    write_json,
-)
-from bench.spark_read_data import random_binary
 from coordinator.znodes import PartitionState
 from ingest.lake.exporter import ExportTarget, PartitionExporter
 from ingest.metrics import NodeMetrics
 from ingest.replication.partition_state import Partition
 from liftlog.bench.errors import BenchError
-from liftlog.bench.machine import describe_lake_machine
-from liftlog.bench.spread import Spread, ratio
-from spark_log.config import LogConfig
+from liftlog.bench.lake.figures import (
+    add_common_flags,
+    check_runs,
+    figures_table,
+    load_average,
+    own_peak_rss_mb,
+    spreads_json,
+    write_json,
+)
+from liftlog.bench.lake.fill import random_binary
+from liftlog.bench.lake.pair import (
+    LAKE_TITLES,
+    LAKES,
+    LOCAL,
+    S3,
+    LakePair,
+    drop_table,
+    lake_pair,
+)
+from liftlog.bench.toolkit.json_object import JsonObject
+from liftlog.bench.toolkit.machine import describe_lake_machine
+from liftlog.bench.toolkit.spread import Spread, ratio
+from spark_log.config import LakeConfig, LogConfig
 from spark_log.lake import LakeTable
 from spark_log.lake.storage import LakeStorage
 from spark_log.log import RECORD_SCHEMA, PartitionLog, encode_batch
@@ -62,7 +65,7 @@ DEFAULT_BATCH_SIZES = (10_000, 100_000)
 VALUE_BYTES = 256
 KEY_BYTES = 16
 LOG_BATCH_RECORDS = 10_000
-"""Records per log batch: what one producer batch of ``spark_read_data.fill`` appends."""
+"""Records per log batch: what one producer batch of ``liftlog.bench.lake.fill`` appends."""
 STREAM = "bench-export"
 PARTITION = 0
 EXPORT_TIMEOUT_S = 1800.0
@@ -154,7 +157,7 @@ def _fill_log(directory: Path, records: int, value_bytes: int) -> PartitionLog:
 
 def _measure_size(
     pair: LakePair, log: PartitionLog, args: argparse.Namespace, per_commit: int
-) -> dict[str, Any]:
+) -> JsonObject:
     runs: dict[str, list[ExportRun]] = {lake: [] for lake in LAKES}
     for r in range(args.runs):
         for lake in LAKES:
@@ -175,7 +178,9 @@ def _measure_size(
 def _export_once(
     pair: LakePair, lake: str, storage: LakeStorage, log: PartitionLog, per_commit: int
 ) -> ExportRun:
-    config = pair.config(lake, max_records_per_file=per_commit, max_bytes_per_file=UNLIMITED_BYTES)
+    config = dataclasses.replace(
+        pair.config(lake), max_records_per_file=per_commit, max_bytes_per_file=UNLIMITED_BYTES
+    )
     table = LakeTable(storage.uri, STREAM, storage)
     table.ensure_exists()
     before = table.snapshot().version
@@ -189,7 +194,7 @@ def _export_once(
     return ExportRun(seconds, snapshot.version - before, _parquet_bytes(storage))
 
 
-async def _drain(log: PartitionLog, table_uri: str, config: Any) -> float:
+async def _drain(log: PartitionLog, table_uri: str, config: LakeConfig) -> float:
     """Seconds from starting a leader's exporter to the lake holding the whole log."""
     target = ExportTarget(STREAM, PARTITION, table_uri, broker_id=1, leader_epoch=0)
     exporter = PartitionExporter(_LogSource(log), target, config, NodeMetrics(), tracked_from=0)
@@ -214,8 +219,8 @@ def _parquet_bytes(storage: LakeStorage) -> int:
 
 def _size_result(
     per_commit: int, args: argparse.Namespace, runs: dict[str, list[ExportRun]]
-) -> dict[str, Any]:
-    lakes: dict[str, Any] = {}
+) -> JsonObject:
+    lakes: JsonObject = {}
     rates: dict[str, Spread] = {}
     for lake, done in runs.items():
         seconds = Spread.of([r.seconds for r in done])
@@ -236,7 +241,7 @@ def _size_result(
     }
 
 
-def _print(result: dict[str, Any]) -> None:
+def _print(result: JsonObject) -> None:
     s = result["settings"]
     print()
     print(

@@ -2,8 +2,8 @@
 
 Run from the repository root (``make bench-lake-tier`` does this)::
 
-    PYTHONPATH=. .venv/bin/python bench/lake_tier_read.py --records 200000 --runs 3 \
-        --json bench/results-lake-tier.json
+    .venv/bin/python bench/lake_tier_read.py --records 200000 --runs 3 \
+        --json bench/results/lake-tier.json
 
 One embedded stack (NATS, ZooKeeper, one node; ``--lake s3`` puts the lake on the stack's
 SeaweedFS). One stream with ``retention_messages`` = ``--records`` gets about twice that many
@@ -31,20 +31,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from liftlog.bench.errors import BenchError
-from liftlog.bench.jetstream import varz
-from liftlog.bench.machine import describe_machine
-from liftlog.bench.payload import payload, size_label
-from liftlog.bench.plumbing import data_root, loadavg, write_json
-from liftlog.bench.progress import Progress
-from liftlog.bench.spread import Spread, ratio
-from liftlog.bench.table import render_table
+from liftlog.bench.jetstream.server import varz
+from liftlog.bench.toolkit.json_object import JsonObject
+from liftlog.bench.toolkit.machine import describe_machine
+from liftlog.bench.toolkit.payload import payload, size_label
+from liftlog.bench.toolkit.plumbing import data_root, loadavg, write_json
+from liftlog.bench.toolkit.progress import Progress
+from liftlog.bench.toolkit.spread import Spread, ratio
+from liftlog.bench.toolkit.table import render_table
 from liftlog.embedded.ports import free_port
 from liftlog.embedded.standalone import Standalone
 from liftlog.embedded.standalone_lake import LAKE_LOCAL, LAKE_S3
@@ -86,7 +86,7 @@ class Read:
     def mb_per_s(self) -> float:
         return self.value_bytes / 1e6 / self.seconds if self.seconds > 0 else 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "rows": self.rows,
             "value_bytes": self.value_bytes,
@@ -107,8 +107,8 @@ class Results:
     def spread(self, tier: str, encoding: str, figure: Callable[[Read], float]) -> Spread:
         return Spread.of([figure(r) for r in self.reads[(tier, encoding)]])
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {}
         for (tier, encoding), reads in self.reads.items():
             out.setdefault(tier, {})[encoding] = {
                 "rows_per_s": self.spread(tier, encoding, lambda r: r.rows_per_s).to_json(1),
@@ -149,11 +149,11 @@ def publish(api: httpx.Client, total: int, size: int, progress: Progress) -> Non
     progress.say(f"  published {total:,} records of {size_label(size)}")
 
 
-def describe(api: httpx.Client) -> dict[str, Any]:
+def describe(api: httpx.Client) -> JsonObject:
     described = api.get(f"/v1/streams/{STREAM}")
     if described.status_code != 200:
         raise BenchError(f"describe failed: {described.status_code} {described.text[:200]}")
-    partition: dict[str, Any] = described.json()["partitions"][0]
+    partition: JsonObject = described.json()["partitions"][0]
     return partition
 
 
@@ -188,7 +188,10 @@ def read_range(api: httpx.Client, start: int, count: int, page: int, encoding: s
     end = start + count
     began = time.perf_counter()
     while expected < end:
-        params: dict[str, Any] = {"offset": expected, "max_records": min(page, end - expected)}
+        params: dict[str, int | str] = {
+            "offset": expected,
+            "max_records": min(page, end - expected),
+        }
         if encoding == "arrow":
             resp = api.get(
                 records_url(STREAM), params=params, headers={"Accept": ARROW_STREAM_MEDIA_TYPE}
@@ -244,7 +247,7 @@ def measure(
     return results
 
 
-def render_report(results: Results, settings: dict[str, Any], machine: dict[str, Any]) -> str:
+def render_report(results: Results, settings: JsonObject, machine: JsonObject) -> str:
     rows = []
     for encoding in ENCODINGS:
         lake = results.spread("lake", encoding, lambda r: r.rows_per_s)

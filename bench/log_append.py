@@ -1,6 +1,6 @@
 """Micro-benchmark of PartitionLog.append: batches of 1000 x 100-byte records.
 
-Run from the repo root: ``PYTHONPATH=. .venv/bin/python bench/log_append.py [--batches N]``.
+Run from the repo root: ``.venv/bin/python bench/log_append.py [--batches N]``.
 Batches are encoded up front (the leader encodes once per batch; that cost is reported
 separately), then appended to a fresh log with and without a flush (fsync) after every batch.
 A bare ``os.write`` loop of the same bytes is the baseline: the disk/page cache bounds it.

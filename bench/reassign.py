@@ -2,8 +2,8 @@
 
 Run from the repository root (``make bench-reassign`` does this)::
 
-    PYTHONPATH=. .venv/bin/python bench/reassign.py --size-mb 1024 --runs 3 \
-        --json bench/results-reassign.json
+    .venv/bin/python bench/reassign.py --size-mb 1024 --runs 3 \
+        --json bench/results/reassign.json
 
 Each run starts ``Standalone(nodes=3)`` (one NATS server, one ZooKeeper server, local disks:
 the HA topology's NATS cluster, ensemble and S3 lake play no part in copying a replica, and
@@ -31,15 +31,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 
-from liftlog.bench.jetstream import varz
-from liftlog.bench.machine import describe_machine
-from liftlog.bench.payload import payload
-from liftlog.bench.plumbing import loadavg
-from liftlog.bench.stats import BYTES_PER_MB, Latency
+from liftlog.bench.jetstream.server import varz
+from liftlog.bench.toolkit.json_object import JsonObject
+from liftlog.bench.toolkit.machine import describe_machine
+from liftlog.bench.toolkit.payload import payload
+from liftlog.bench.toolkit.plumbing import loadavg
+from liftlog.bench.toolkit.stats import BYTES_PER_MB, Latency
 from liftlog.embedded.ports import free_port, free_port_block
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
@@ -99,7 +99,7 @@ class Probe:
     def stop(self) -> None:
         self._stopping.set()
 
-    def window(self, start: float, end: float) -> dict[str, Any]:
+    def window(self, start: float, end: float) -> JsonObject:
         """Latency and acknowledged throughput of the records sent in ``[start, end)``."""
         latencies = [lat for sent, lat in self.samples if start <= sent < end]
         errors = [error for sent, error in self.failures if start <= sent < end]
@@ -127,7 +127,7 @@ async def fill(client: Client, size_bytes: int) -> float:
     return count * FILL_RECORD_BYTES / (time.monotonic() - started) / BYTES_PER_MB
 
 
-def _describe(api: httpx.Client) -> dict[str, Any]:
+def _describe(api: httpx.Client) -> JsonObject:
     return dict(api.get(f"/v1/streams/{STREAM}").json()["partitions"][0])
 
 
@@ -159,7 +159,7 @@ def _stack(root: Path, throttle: int) -> Standalone:
     )
 
 
-async def one_run(args: argparse.Namespace, throttle: int, root: Path) -> dict[str, Any]:
+async def one_run(args: argparse.Namespace, throttle: int, root: Path) -> JsonObject:
     """Fill, probe, move, probe: the figures of one run on a fresh stack."""
     stack = _stack(root, throttle).start()
     try:
@@ -170,7 +170,7 @@ async def one_run(args: argparse.Namespace, throttle: int, root: Path) -> dict[s
         stack.stop()
 
 
-async def _measure(args: argparse.Namespace, stack: Standalone) -> dict[str, Any]:
+async def _measure(args: argparse.Namespace, stack: Standalone) -> JsonObject:
     with httpx.Client(base_url=stack.node(1).api_url, timeout=60) as api:
         api.post(
             "/v1/streams", json={"name": STREAM, "subject": STREAM, "replication_factor": 2}
@@ -224,14 +224,15 @@ SUMMARY_FIELDS: dict[str, tuple[str, ...]] = {
 """The summarized figures and where each is in a run's result."""
 
 
-def _pick(run: dict[str, Any], path: tuple[str, ...]) -> float:
-    value: Any = run
-    for key in path:
-        value = value[key]
-    return float(value)
+def _pick(run: JsonObject, path: tuple[str, ...]) -> float:
+    *parents, name = path
+    found = run
+    for key in parents:
+        found = found[key]
+    return float(found[name])
 
 
-def summarize(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+def summarize(runs: list[JsonObject]) -> dict[str, dict[str, float]]:
     return {name: spread([_pick(r, path) for r in runs]) for name, path in SUMMARY_FIELDS.items()}
 
 
@@ -257,7 +258,7 @@ def render(variant: str, throttle: int, summary: dict[str, dict[str, float]]) ->
     )
 
 
-def _machine(nats_server_version: str) -> dict[str, Any]:
+def _machine(nats_server_version: str) -> JsonObject:
     return {**describe_machine(nats_server_version), "loadavg_at_start": loadavg()}
 
 
@@ -282,7 +283,7 @@ async def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     variants = list(VARIANTS) if args.throttle == "both" else [args.throttle]
     with tempfile.TemporaryDirectory(prefix="liftlog-bench-reassign-") as tmp:
-        result: dict[str, Any] = {
+        result: JsonObject = {
             "machine": {},
             "settings": {
                 "size_mb": args.size_mb,

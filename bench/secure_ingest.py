@@ -2,8 +2,8 @@
 
 Run from the repository root (``make bench-secure`` does this)::
 
-    PYTHONPATH=. .venv/bin/python bench/secure_ingest.py --runs 3 \
-        --json bench/results-secure.json
+    .venv/bin/python bench/secure_ingest.py --runs 3 \
+        --json bench/results/secure.json
 
 Two embedded stacks run side by side for the whole benchmark, each with one node: the plain
 one, and the secured one that ``liftlog standalone --secure`` starts (HTTPS and token auth on
@@ -43,30 +43,30 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from liftlog.bench.compare.sides import NATS, NODE, PUBLISHER
 from liftlog.bench.errors import BenchError
-from liftlog.bench.jetstream import varz
-from liftlog.bench.machine import describe_machine
-from liftlog.bench.measure_acked import measure_acked
-from liftlog.bench.measure_batches import measure_batches
-from liftlog.bench.measure_latency import measure_latency
-from liftlog.bench.node_probe import peak_rss_mb
-from liftlog.bench.payload import payload, size_label
-from liftlog.bench.plumbing import data_root, loadavg, write_json
-from liftlog.bench.progress import Progress
-from liftlog.bench.publishers import LiftlogPublisher
-from liftlog.bench.results import NATS, NODE, PUBLISHER
-from liftlog.bench.settings import (
+from liftlog.bench.jetstream.server import varz
+from liftlog.bench.publish.acked import measure_acked
+from liftlog.bench.publish.batches import measure_batches
+from liftlog.bench.publish.latency import measure_latency
+from liftlog.bench.publish.publishers import LiftlogPublisher
+from liftlog.bench.publish.settings import (
     ACK_TIMEOUT_S,
     DEFAULT_RECORDS,
     LATENCY_DURATION_S,
     BenchSettings,
 )
-from liftlog.bench.spread import Spread, ratio
-from liftlog.bench.stats import Latency, Throughput
-from liftlog.bench.table import num, render_table
-from liftlog.bench.tally import AckTally, CountingBatchSender, CountingPublisher
+from liftlog.bench.publish.tally import AckTally, CountingBatchSender, CountingPublisher
+from liftlog.bench.toolkit.json_object import JsonObject
+from liftlog.bench.toolkit.machine import describe_machine
+from liftlog.bench.toolkit.node_probe import peak_rss_mb
+from liftlog.bench.toolkit.payload import payload, size_label
+from liftlog.bench.toolkit.plumbing import data_root, loadavg, write_json
+from liftlog.bench.toolkit.progress import Progress
+from liftlog.bench.toolkit.spread import Spread, ratio
+from liftlog.bench.toolkit.stats import Latency, Throughput
+from liftlog.bench.toolkit.table import num, render_table
 from liftlog.embedded.ports import free_port
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
@@ -149,7 +149,7 @@ class ModeRun:
             + self.batch_latency.failed * self.records_per_batch
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "per_message_acked": self.acked.to_json(),
             "producer_batches": {
@@ -204,7 +204,7 @@ class SizeResult:
         plain, secure = self.spreads(PLAIN), self.spreads(SECURE)
         return {f.key: ratio(secure[f.key], plain[f.key]) for f in FIGURES}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "record_bytes": self.record_bytes,
             "records_per_batch": self.records_per_batch,
@@ -482,7 +482,7 @@ def render_report(
     results: Sequence[SizeResult],
     settings: BenchSettings,
     runs: int,
-    machine: Mapping[str, Any],
+    machine: JsonObject,
     rss: Mapping[str, float],
 ) -> str:
     parts = [
@@ -501,7 +501,7 @@ def render_report(
     return "\n".join(parts)
 
 
-def settings_json(settings: BenchSettings, runs: int) -> dict[str, Any]:
+def settings_json(settings: BenchSettings, runs: int) -> JsonObject:
     return {
         "runs": runs,
         "records": settings.records,

@@ -3,8 +3,8 @@ lake files, in one run on one machine.
 
 Run from the repository root (``make bench-spark`` does this)::
 
-    PYTHONPATH=. .venv/bin/python bench/spark_read.py --json bench/results-spark-read.json
-    PYTHONPATH=. .venv/bin/python bench/spark_read.py --records 1000000   # a quicker run
+    .venv/bin/python bench/spark_read.py --json bench/results/spark-read.json
+    .venv/bin/python bench/spark_read.py --records 1000000   # a quicker run
 
 It starts a one-node stack whose lake exports only on flush, fills a stream with N records of
 100 random bytes, flushes it into the Delta table, and times one full-row aggregation (every
@@ -26,10 +26,9 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
-from bench.spark_read_data import fill
-from bench.spark_read_parts import (
+from liftlog.bench.lake.fill import fill
+from liftlog.bench.lake.spark_reads import (
     create_stream,
     fill_and_flush,
     liftlog_df,
@@ -38,7 +37,8 @@ from bench.spark_read_parts import (
     spark_session,
     time_interleaved,
 )
-from liftlog.bench.machine import describe_lake_machine
+from liftlog.bench.toolkit.json_object import JsonObject
+from liftlog.bench.toolkit.machine import describe_lake_machine
 
 DEFAULT_RECORDS = 10_000_000
 DEFAULT_TAIL_RECORDS = 1_000_000
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace, api: str) -> dict[str, Any]:
+def _run(args: argparse.Namespace, api: str) -> JsonObject:
     load_start = os.getloadavg()
     lake_stream, tail_stream = "bench-lake", "bench-tail"
     for name in (lake_stream, tail_stream):
@@ -115,8 +115,8 @@ def _median_ratio(native: list[float], liftlog: list[float]) -> float:
     return round(statistics.median(native) / statistics.median(liftlog), 3)
 
 
-def _figures(seconds: dict[str, list[float]], records: int) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _figures(seconds: dict[str, list[float]], records: int) -> JsonObject:
+    out: JsonObject = {}
     for kind, values in seconds.items():
         best = min(values)
         unit = "rows_per_cpu_s" if kind.endswith("_cpu") else "rows_per_s"
@@ -128,7 +128,7 @@ def _figures(seconds: dict[str, list[float]], records: int) -> dict[str, Any]:
     return out
 
 
-def _print(result: dict[str, Any]) -> None:
+def _print(result: JsonObject) -> None:
     print()
     print(
         f"Spark batch read, {result['records']:,} records of {result['value_bytes']} B, "

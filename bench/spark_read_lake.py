@@ -4,8 +4,8 @@ the peer, in one run.
 
 Run from the repository root (``make bench-lake`` runs this with the sizes below)::
 
-    PYTHONPATH=. .venv/bin/python bench/spark_read_lake.py --json bench/results-lake-read.json
-    PYTHONPATH=. .venv/bin/python bench/spark_read_lake.py --records 20000 --runs 1
+    .venv/bin/python bench/spark_read_lake.py --json bench/results/lake-read.json
+    .venv/bin/python bench/spark_read_lake.py --records 20000 --runs 1
 
 One node (lake on local disk, exporting only on flush) takes N records of 100 random bytes,
 flushes them into the stream's Delta table, and the table's files are copied byte for byte to
@@ -28,39 +28,44 @@ import argparse
 import os
 import sys
 import time
-from typing import Any
 
 import pyarrow.fs as pafs
+from pyspark.sql import DataFrame
 
-from bench.lake_common import (
-    LOCAL,
-    S3,
-    LakePair,
+from liftlog.bench.errors import BenchError
+from liftlog.bench.lake.figures import (
     add_common_flags,
     check_runs,
     figures_table,
-    lake_pair,
     load_average,
     own_peak_rss_mb,
     spreads_json,
     write_json,
 )
-from bench.spark_cpu import jvm_pid
-from bench.spark_read_parts import (
+from liftlog.bench.lake.pair import (
+    LOCAL,
+    S3,
+    LakePair,
+    lake_pair,
+)
+from liftlog.bench.lake.spark_cpu import jvm_pid
+from liftlog.bench.lake.spark_reads import (
     FlushedStream,
+    Query,
     create_stream,
     fill_and_flush,
     liftlog_df,
     native_df,
     one_node_stack,
+    one_row,
     snapshot_files,
     spark_session,
     time_interleaved,
 )
-from liftlog.bench.errors import BenchError
-from liftlog.bench.machine import describe_lake_machine
-from liftlog.bench.node_probe import peak_rss_mb
-from liftlog.bench.spread import Spread, ratio
+from liftlog.bench.toolkit.json_object import JsonObject
+from liftlog.bench.toolkit.machine import describe_lake_machine
+from liftlog.bench.toolkit.node_probe import peak_rss_mb
+from liftlog.bench.toolkit.spread import Spread, ratio
 
 DEFAULT_RECORDS = 4_000_000
 DEFAULT_PARTITIONS = 2
@@ -155,7 +160,7 @@ def _copy_to_s3(pair: LakePair, flushed: FlushedStream, partitions: int) -> tupl
 
 def _measure(
     args: argparse.Namespace, api: str, pair: LakePair, flushed: FlushedStream, s3_uri: str
-) -> dict[str, Any]:
+) -> JsonObject:
     s3_options = {"lakeUri": s3_uri, **{f"lake.{k}": v for k, v in pair.options(S3).items()}}
     pushdown = {"filterPushdown": "true"}
     spark = spark_session("liftlog-lake-read-bench", PUSHDOWN_SESSION)
@@ -165,7 +170,7 @@ def _measure(
             LIFTLOG_S3: lambda: liftlog_df(spark, api, STREAM, {**pushdown, **s3_options}),
             NATIVE_LOCAL: lambda: native_df(spark, flushed.table_uri, flushed.files),
         }
-        queries: dict[str, Any] = {}
+        queries: JsonObject = {}
         for name, query in _queries(args).items():
             print(f"{name}:", flush=True)
             rows = int(query(sides[LIFTLOG_LOCAL]())["records"])
@@ -182,20 +187,20 @@ def _filter(args: argparse.Namespace) -> str:
     return f"partition = 0 AND offset >= {args.records // args.partitions // 2}"
 
 
-def _queries(args: argparse.Namespace) -> dict[str, Any]:
+def _queries(args: argparse.Namespace) -> dict[str, Query]:
     condition = _filter(args)
 
-    def count(df: Any) -> dict[str, Any]:
-        return dict(df.selectExpr("count(*) AS records").first().asDict())
+    def count(df: DataFrame) -> JsonObject:
+        return one_row(df.selectExpr("count(*) AS records"))
 
-    def filtered(df: Any) -> dict[str, Any]:
-        return dict(df.where(condition).selectExpr(*FILTERED_AGGREGATES).first().asDict())
+    def filtered(df: DataFrame) -> JsonObject:
+        return one_row(df.where(condition).selectExpr(*FILTERED_AGGREGATES))
 
     return {"count": count, "filtered_aggregation": filtered}
 
 
-def _query_result(rows: int, timed: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
-    sides: dict[str, Any] = {}
+def _query_result(rows: int, timed: dict[str, dict[str, list[float]]]) -> JsonObject:
+    sides: JsonObject = {}
     rates: dict[str, dict[str, Spread]] = {}
     for side, figures in timed.items():
         sides[side] = {"lake": SIDE_LAKES[side]}
@@ -215,16 +220,16 @@ def _query_result(rows: int, timed: dict[str, dict[str, list[float]]]) -> dict[s
     }
 
 
-def _ratios(rates: dict[str, dict[str, Spread]], top: str, bottom: str) -> dict[str, Any]:
+def _ratios(rates: dict[str, dict[str, Spread]], top: str, bottom: str) -> JsonObject:
     """rows/s of ``top`` over ``bottom``, medians over medians, per kind."""
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for kind in KINDS:
         value = ratio(rates[top][kind], rates[bottom][kind])
         out[kind] = None if value is None else round(value, 3)
     return out
 
 
-def _print(result: dict[str, Any]) -> None:
+def _print(result: JsonObject) -> None:
     s = result["settings"]
     print()
     print(

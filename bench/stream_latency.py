@@ -3,7 +3,7 @@ and acked → visible in the stream's Delta table at the default export cadence.
 
 Run from the repository root (``make bench-latency`` does this)::
 
-    PYTHONPATH=. .venv/bin/python bench/stream_latency.py --json bench/results-latency.json
+    .venv/bin/python bench/stream_latency.py --json bench/results/latency.json
 
 One local node (default config: lake on, ``export_interval_s`` 10 s). Each record carries its
 publish wall-clock time; a ``foreachBatch`` sink notes when each record reaches the driver, so
@@ -23,12 +23,15 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
 
-from liftlog.bench.machine import describe_machine
+from liftlog.bench.errors import BenchError
+from liftlog.bench.toolkit.json_object import JsonObject
+from liftlog.bench.toolkit.machine import describe_machine
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
 from spark_log.lake.layout import app_id
@@ -54,7 +57,7 @@ class Arrivals:
         self.batches = 0
         self._lock = threading.Lock()
 
-    def on_batch(self, frame: Any, _batch_id: int) -> None:
+    def on_batch(self, frame: DataFrame, _batch_id: int) -> None:
         now = time.time()
         rows = frame.selectExpr("cast(value as string) as v").collect()
         with self._lock:
@@ -66,7 +69,9 @@ class Arrivals:
             return len(self.lag_s)
 
 
-def start_query(spark: Any, servers: str, arrivals: Arrivals, checkpoint: str) -> Any:
+def start_query(
+    spark: SparkSession, servers: str, arrivals: Arrivals, checkpoint: str
+) -> StreamingQuery:
     frame = (
         spark.readStream.format("liftlog")
         .option("servers", servers)
@@ -99,6 +104,8 @@ async def lake_visibility(client: Client, table_uri: str) -> list[float]:
     for _ in range(LAKE_SAMPLES):
         ack = await client.publish(STREAM, repr(time.time()), partition=0)
         acked = time.monotonic()
+        if ack is None:
+            raise BenchError(f"publish to {STREAM} returned no ack (ack policy none?)")
         deadline = acked + LAKE_TIMEOUT_S
         while time.monotonic() < deadline:
             version = await asyncio.to_thread(_lake_version, table_uri)
@@ -116,13 +123,13 @@ def _lake_version(table_uri: str) -> int | None:
         return None
 
 
-def spark_session() -> Any:
+def spark_session() -> SparkSession:
     from datasource.local_spark import local_session
 
     return local_session("liftlog-freshness")
 
 
-async def measure(stack: Standalone, spark: Any, rate: int, seconds: int) -> dict[str, Any]:
+async def measure(stack: Standalone, spark: SparkSession, rate: int, seconds: int) -> JsonObject:
     arrivals = Arrivals()
     async with Client(stack.servers, nats_url=stack.nats.url) as client:
         created = await client.create_stream(STREAM, STREAM, partitions=1)

@@ -1,6 +1,8 @@
-"""``liftlog bench``: Liftlog beside NATS JetStream, in one run, on one machine.
+"""The benchmark library: ``liftlog bench`` and every script under ``bench/`` measure with it.
 
-Both sides use the same nats-server binary and the same publisher library (nats-py), so the
-numbers differ only by what sits behind the subject: a Liftlog ingest node or JetStream.
-``runner.run_bench`` is the entry point; every other module holds one measurement or one tool.
+Both sides of a comparison use the same nats-server binary and the same publisher library
+(nats-py), so the numbers differ only by what sits behind the subject. ``runner.run_bench`` is
+the entry point of ``liftlog bench``; the rooms below it, bottom to top: ``toolkit`` (measuring
+and printing), ``jetstream`` (the peer), ``publish`` (the publishing measurements), ``compare``
+(the line-ups of ``liftlog bench``) and ``lake`` (what the lake and Spark benchmarks share).
 """

@@ -2,7 +2,7 @@
 
 Returns 0 when every measurement ran (targets missed or not: the benchmark reports figures,
 it does not assert them), 1 when a measurement could not run, 2 for invalid arguments.
-``replication=3`` runs the replicated benchmark instead (see ``replicated_runner``).
+``replication`` picks the line-up: one node beside JetStream, or RF=3 beside JetStream R3.
 """
 
 from __future__ import annotations
@@ -15,25 +15,24 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from liftlog.bench.jetstream import varz
-from liftlog.bench.machine import describe_machine
-from liftlog.bench.node_probe import peak_rss_mb
-from liftlog.bench.plumbing import data_root, loadavg, nats_connection, write_json
-from liftlog.bench.progress import Progress
-from liftlog.bench.report import render_report
-from liftlog.bench.results import NATS, NATS_SYNC, NODE, PUBLISHER, BenchResult
-from liftlog.bench.settings import (
-    ACK_TIMEOUT_S,
-    DEFAULT_RECORDS,
-    DEFAULT_SIZES,
-    REPLICATION_FACTORS,
-    BenchSettings,
-)
-from liftlog.bench.size_run import Sides, measure_size
-from liftlog.bench.stack import BenchStack, bench_stack
-from liftlog.bench.verdicts import verdicts
+from liftlog.bench.compare.lineup import LINEUPS, Lineup
+from liftlog.bench.compare.report import render_report
+from liftlog.bench.compare.results import BenchResult
+from liftlog.bench.compare.sides import PUBLISHER
+from liftlog.bench.compare.size_run import Connections, measure_size
+from liftlog.bench.compare.stack import BenchStack, bench_stack
+from liftlog.bench.compare.verdicts import verdicts
+from liftlog.bench.jetstream.server import varz
+from liftlog.bench.publish.settings import ACK_TIMEOUT_S, DEFAULT_SIZES, BenchSettings
+from liftlog.bench.toolkit.machine import describe_machine
+from liftlog.bench.toolkit.node_probe import peak_rss_mb
+from liftlog.bench.toolkit.plumbing import data_root, loadavg, nats_connection, write_json
+from liftlog.bench.toolkit.progress import Progress
 from spark_log.client import Client
 from spark_log.errors import InvalidRequestError, LiftlogError
+
+# nats-server's default max_payload, if /varz does not say (it always does in 2.x).
+DEFAULT_MAX_PAYLOAD = 1024 * 1024
 
 
 def run_bench(
@@ -46,39 +45,36 @@ def run_bench(
     """Run every measurement for every size in one embedded stack; print; write JSON.
 
     ``records`` is per measurement (producer batches send ``BATCH_RECORDS_FACTOR`` times as
-    many; None means the mode's default); ``data_dir`` keeps the stack's files (logs included)
-    for a post-mortem; ``replication=3`` compares Liftlog RF=3 with JetStream R3 instead.
+    many; None means the line-up's default); ``data_dir`` keeps the stack's files (logs
+    included) for a post-mortem; ``replication=3`` compares Liftlog RF=3 with JetStream R3.
     """
-    if replication not in REPLICATION_FACTORS:
+    lineup = LINEUPS.get(replication)
+    if lineup is None:
         print(
-            f"liftlog bench: --replication must be one of {REPLICATION_FACTORS}, got {replication}",
+            f"liftlog bench: --replication must be one of {tuple(LINEUPS)}, got {replication}",
             file=sys.stderr,
         )
         return 2
-    if replication > 1:
-        from liftlog.bench.replicated_runner import run_replicated_bench
-
-        return run_replicated_bench(records, sizes, data_dir, json_path)
     try:
-        settings = BenchSettings(
-            records=DEFAULT_RECORDS if records is None else records, sizes=tuple(sizes)
-        )
+        settings = lineup.settings(records, sizes)
     except InvalidRequestError as exc:
         print(f"liftlog bench: {exc.message}", file=sys.stderr)
         return 2
     progress = Progress()
     try:
-        with data_root(data_dir) as root, bench_stack(root, progress) as stack:
-            result = asyncio.run(_measure_all(stack, settings, progress, root))
-            result.node_peak_rss_mb = peak_rss_mb(stack.node_pid)  # before the node stops
+        with data_root(data_dir) as root, bench_stack(root, progress, lineup) as stack:
+            result = asyncio.run(_measure_all(stack, lineup, settings, progress, root))
+            # before the nodes stop
+            result.node_peak_rss_mb = {n: peak_rss_mb(p) for n, p in stack.node_pids().items()}
             result.machine["loadavg_at_end"] = loadavg()
             progress.say("stopping every process the benchmark started ...")
+        progress.say("stopped")  # a slow stop (a node's controlled shutdown) shows up here
     except LiftlogError as exc:
         print(f"liftlog bench failed: {exc.code}: {exc.message}", file=sys.stderr)
         return 1
-    found = verdicts(result)
+    found = verdicts(result, lineup)
     print()
-    print(render_report(result, found), flush=True)
+    print(render_report(result, lineup, found), flush=True)
     if json_path is not None:
         path = write_json(json_path, result.to_json([v.to_json() for v in found]))
         print(f"\nwrote {path}")
@@ -86,46 +82,50 @@ def run_bench(
 
 
 async def _measure_all(
-    stack: BenchStack, settings: BenchSettings, progress: Progress, root: Path
+    stack: BenchStack, lineup: Lineup, settings: BenchSettings, progress: Progress, root: Path
 ) -> BenchResult:
     nats_server = stack.standalone.nats
-    server_version = str(varz(nats_server.monitor_url).get("version", "unknown"))
-    machine = {**describe_machine(server_version), "loadavg_at_start": loadavg()}
-    result = BenchResult(machine, _settings_json(settings), notes=list(stack.notes))
-    pids = {PUBLISHER: os.getpid(), NATS: nats_server.pid, NODE: stack.node_pid}
-    if stack.sync_server is not None:
-        pids[NATS_SYNC] = stack.sync_server.pid
+    nats_varz = varz(nats_server.monitor_url)
+    machine = {
+        **describe_machine(str(nats_varz.get("version", "unknown"))),
+        "loadavg_at_start": loadavg(),
+    }
+    result = BenchResult(
+        machine,
+        _settings_json(settings, lineup),
+        lineup.replication_factor,
+        notes=[*lineup.notes(settings), *stack.notes],
+        replica_names=stack.replica_names(lineup.liftlog.key),
+    )
+    for note in result.notes:
+        progress.say(f"note: {note}")
     async with contextlib.AsyncExitStack() as exits:
         client = await exits.enter_async_context(
-            Client(stack.api_url, nats_url=nats_server.url, ack_timeout_s=ACK_TIMEOUT_S)
+            Client(stack.api_urls, nats_url=nats_server.url, ack_timeout_s=ACK_TIMEOUT_S)
         )
-        nc = await exits.enter_async_context(nats_connection(nats_server.url))
-        js_sync = None
-        if stack.sync_server is not None:
-            sync_nc = await exits.enter_async_context(nats_connection(stack.sync_server.url))
-            js_sync = sync_nc.jetstream()
-        sides = Sides(
+        jetstreams = {}
+        for peer in stack.peers:
+            nc = await exits.enter_async_context(nats_connection(peer.url))
+            jetstreams[peer.side] = nc.jetstream()
+        conns = Connections(
             client,
-            nc.jetstream(),
-            js_sync,
+            jetstreams,
             nats_server.url,
             nats_server.monitor_url,
-            stack.api_url,
-            nc.max_payload,
+            stack.api_urls[0],
+            int(nats_varz.get("max_payload") or DEFAULT_MAX_PAYLOAD),
             root,
-            pids,
+            {PUBLISHER: os.getpid(), **stack.pids()},
         )
         for size in settings.sizes:
-            result.sizes.append(await measure_size(sides, size, settings, progress))
+            result.sizes.append(await measure_size(conns, lineup, size, settings, progress))
     return result
 
 
-def _settings_json(settings: BenchSettings) -> dict[str, object]:
+def _settings_json(settings: BenchSettings, lineup: Lineup) -> dict[str, object]:
     body = dataclasses.asdict(settings)
     body["sizes"] = list(settings.sizes)
     body["latency_messages"] = settings.latency_messages
     body["batch_total_records"] = settings.batch_total_records
-    body["node_fsync"] = "always"
-    body["liftlog_ack_policy"] = "all"
-    body["jetstream_storage"] = "file, 1 replica"
+    body.update(lineup.settings_notes)
     return body

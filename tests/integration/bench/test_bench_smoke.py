@@ -1,12 +1,11 @@
-"""``liftlog bench``, the lake benchmarks and the plain-beside-``--secure`` ingest benchmark end
-to end with tiny sizes: every figure present, nothing lost.
+"""``liftlog bench`` (one node and RF=3) and every script under ``bench/`` end to end with tiny
+sizes: every figure present, nothing lost.
 
 No timing assertions (the benchmark prints numbers, it does not assert them); this only
 checks that each measurement ran, produced positive figures, lost no record and stopped
-every process it started. The lake read and compaction smokes each start Spark and take
-about half a minute, and the lake-tier, cursor and group-rebalance smokes start stacks of
-their own: they are marked slow and run with ``make bench-smoke`` (with the rest of this
-module), not in ``make test``.
+every process it started. The script smokes start Spark or stacks of their own and take up to
+a few minutes each: they are marked slow and run with ``make bench-smoke`` (with the rest of
+this module), not in ``make test``.
 """
 
 from __future__ import annotations
@@ -172,17 +171,21 @@ def _processes_started_under(tmpdir: Path) -> list[int]:
     return found
 
 
-def _run_bench_script(tmp_path: Path, script: str, *flags: str) -> tuple[dict, str]:
-    """Run ``bench/<script>`` with ``flags`` and one run; its JSON and printed report. Fails
-    when it left a process running or a temporary directory behind."""
+def _run_bench_script(
+    tmp_path: Path, script: str, *flags: str, writes_json: bool = True
+) -> tuple[dict, str]:
+    """Run ``bench/<script>`` with ``flags`` (and ``--json``, unless it writes none); its JSON
+    and printed report. Fails when it left a process running or a temporary directory behind."""
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     out = tmp_path / "results.json"
-    env = {**os.environ, "TMPDIR": str(tmpdir), "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, f"bench/{script}", *flags]
+    if writes_json:
+        argv += ["--json", str(out)]
     done = subprocess.run(
-        [sys.executable, f"bench/{script}", *flags, "--runs", "1", "--json", str(out)],
+        argv,
         cwd=REPO,
-        env=env,
+        env={**os.environ, "TMPDIR": str(tmpdir)},
         capture_output=True,
         text=True,
         timeout=SCRIPT_BENCH_TIMEOUT_S,
@@ -195,7 +198,7 @@ def _run_bench_script(tmp_path: Path, script: str, *flags: str) -> tuple[dict, s
         message=f"every process {script} started to stop",
     )
     assert [p.name for p in tmpdir.glob("liftlog-bench-*")] == []
-    return json.loads(out.read_text()), done.stdout
+    return (json.loads(out.read_text()) if writes_json else {}), done.stdout
 
 
 def _positive_median(figure: dict) -> bool:
@@ -206,7 +209,7 @@ def _positive_median(figure: dict) -> bool:
 @pytest.mark.slow
 def test_lake_export_bench_reports_both_lakes(tmp_path):
     body, printed = _run_bench_script(
-        tmp_path, "lake_export.py", "--records", "4000", "--batch-sizes", "1000,4000"
+        tmp_path, "lake_export.py", "--records", "4000", "--batch-sizes", "1000,4000", "--runs", "1"
     )
     assert [s["records_per_commit"] for s in body["batch_sizes"]] == [1000, 4000]
     for size in body["batch_sizes"]:
@@ -225,7 +228,9 @@ def test_lake_export_bench_reports_both_lakes(tmp_path):
 @pytest.mark.slow
 @pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
 def test_lake_read_bench_reports_both_lakes_and_the_native_peer(tmp_path):
-    body, printed = _run_bench_script(tmp_path, "spark_read_lake.py", "--records", "4000")
+    body, printed = _run_bench_script(
+        tmp_path, "spark_read_lake.py", "--records", "4000", "--runs", "1"
+    )
     assert set(body["queries"]) == {"count", "filtered_aggregation"}
     assert body["queries"]["count"]["rows"] == 4000
     assert 0 < body["queries"]["filtered_aggregation"]["rows"] < 4000
@@ -242,7 +247,7 @@ def test_lake_read_bench_reports_both_lakes_and_the_native_peer(tmp_path):
 @pytest.mark.slow
 @pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
 def test_lake_compaction_bench_reports_both_lakes(tmp_path):
-    body, printed = _run_bench_script(tmp_path, "compact_s3.py", "--rows", "4000")
+    body, printed = _run_bench_script(tmp_path, "compact_s3.py", "--rows", "4000", "--runs", "1")
     assert body["rows_before"] == 4000 and 0 < body["rows_after"] < 4000
     for lake in LAKES:
         figures = body["lakes"][lake]
@@ -304,6 +309,8 @@ def test_secure_ingest_bench_reports_both_stacks_and_loses_nothing(tmp_path):
         str(SECURE_SMOKE_SIZE),
         "--latency-seconds",
         "0.5",
+        "--runs",
+        "1",
     )
     assert body["settings"]["runs"] == 1 and body["settings"]["records"] == SECURE_SMOKE_RECORDS
     assert body["stacks"]["secure"]["node-1 api"].startswith("https://")
@@ -351,6 +358,8 @@ def test_lake_tier_bench_reads_both_tiers_densely(tmp_path):
         "100",
         "--page",
         "500",
+        "--runs",
+        "1",
     )
     assert body["settings"]["runs"] == 1
     assert body["log_start_offset"] >= LAKE_TIER_SMOKE_RECORDS  # [0, records) is lake-only
@@ -383,6 +392,8 @@ def test_cursor_commit_bench_reports_both_sides(tmp_path):
         "2",
         "--per-writer",
         "10",
+        "--runs",
+        "1",
     )
     assert body["not_stored"] == []
     for side in ("liftlog cursors", "JetStream KV"):
@@ -398,9 +409,106 @@ def test_group_rebalance_bench_times_every_rebalance(tmp_path):
     """``bench/group_rebalance.py`` with tiny counts: a join, a leave and a kill settled, the
     records a kill delivered again equal to those after its last commit, every process
     stopped. No timing assertions."""
-    body, printed = _run_bench_script(tmp_path, "group_rebalance.py", "--records", "300")
+    body, printed = _run_bench_script(
+        tmp_path, "group_rebalance.py", "--records", "300", "--runs", "1"
+    )
     (run,) = body["runs"]
     for rebalance in ("join", "leave", "kill"):
         assert run[rebalance] > 0, rebalance
         assert rebalance in printed
     assert run["equal"] == 1.0 and run["redelivered"] == run["expected"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
+def test_spark_read_bench_reads_the_lake_the_tail_and_the_native_peer(tmp_path):
+    """``bench/spark_read.py`` with tiny counts: the liftlog source over the lake and over the
+    tail, Spark's Parquet scan of the same files, every figure positive. No timing
+    assertions."""
+    body, printed = _run_bench_script(
+        tmp_path, "spark_read.py", "--records", "4000", "--tail-records", "1000", "--rounds", "1"
+    )
+    assert body["records"] == 4000 and body["tail_records"] == 1000
+    for side in ("liftlog_lake", "native_parquet", "liftlog_tail"):
+        for kind in ("query", "scan"):
+            assert body[side][kind]["rows_per_s"] > 0, (side, kind)
+    assert body["export"]["files"] > 0
+    assert "native Parquet scan, same files" in printed
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
+def test_stream_latency_bench_sees_every_record_in_micro_batches_and_the_lake(tmp_path):
+    """``bench/stream_latency.py`` for two seconds: every published record reached a
+    micro-batch and the lake figure has its samples. No timing assertions."""
+    body, _ = _run_bench_script(tmp_path, "stream_latency.py", "--rate", "10", "--seconds", "2")
+    assert body["published"] == 20 and body["seen_in_micro_batches"] == 20
+    assert body["micro_batch_visibility_ms"]["p50"] > 0
+    assert body["lake_visibility_s"]["samples"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
+def test_reassign_bench_moves_the_partition_under_the_probe(tmp_path):
+    """``bench/reassign.py`` with a 2 MB partition: the move finished onto the new replicas and
+    the probe publisher was measured before and during it. No timing assertions."""
+    body, printed = _run_bench_script(
+        tmp_path,
+        "reassign.py",
+        "--size-mb",
+        "2",
+        "--runs",
+        "1",
+        "--throttle",
+        "default",
+        "--baseline-s",
+        "1",
+        "--rate",
+        "50",
+    )
+    (run,) = body["variants"]["default"]["runs"]
+    assert run["replicas"]["before"] != run["replicas"]["after"]
+    assert run["move_s"] > 0 and run["copied_bytes"] > 0
+    assert run["before"]["acked_per_s"] > 0
+    assert "throttle default" in printed
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
+def test_ha_recovery_bench_times_both_recoveries(tmp_path):
+    """``bench/ha_recovery.py`` once: the NATS and the ZooKeeper recoveries each timed, every
+    process stopped. No timing assertions."""
+    body, _ = _run_bench_script(tmp_path, "ha_recovery.py", "--runs", "1")
+    (run,) = body["runs"]
+    assert run["nats_server_loss"]["first_ack_s"] > 0
+    assert run["zookeeper_quorum_loss"]["quorum_to_first_create_s"] > 0
+    assert run["zookeeper_quorum_loss"]["quorum_to_first_ack_s"] > 0
+    assert body["summary"] and body["machine"]["cpus"] >= 1
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
+def test_log_append_bench_prints_every_figure(tmp_path):
+    """``bench/log_append.py`` with a few batches: every line of figures printed."""
+    _, printed = _run_bench_script(
+        tmp_path, "log_append.py", "--batches", "20", "--flushed-batches", "5", writes_json=False
+    )
+    for label in ("baseline: bare os.write", "append, no flush", "append + flush() per batch"):
+        assert label in printed, label
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
+def test_compaction_bench_times_the_job_beside_every_baseline(tmp_path):
+    """``bench/compaction.py`` with a tiny table: the job and every plain Spark baseline timed
+    on the same files, the table compacted to its keys. No timing assertions."""
+    body, printed = _run_bench_script(tmp_path, "compaction.py", "--rows", "4000", "--rounds", "1")
+    assert body["rows"] == 4000 and 0 < body["rows_after"] < 4000
+    assert set(body["rows_per_s"]) == {
+        "max_by_struct",
+        "row_number_window",
+        "max_offset_semi_join",
+        "compaction",
+    }
+    assert all(rate > 0 for rate in body["rows_per_s"].values())
+    assert "compaction time / fastest plain aggregation" in printed

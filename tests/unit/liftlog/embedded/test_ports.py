@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from liftlog.bench.js_cluster import ClusterPorts
+from liftlog.bench.jetstream.cluster import ClusterPorts
 from liftlog.embedded.ports import free_port, free_port_block
 
 

@@ -1,0 +1,112 @@
+"""The results of a run, per record size, and their JSON form (``--json``).
+
+Every run has the acked figures of each side. A single node adds fire-and-forget recording
+beside a bare subscriber; a replicated run adds what each side stored against what it acked
+(with plain publishes nothing waits for the followers, so a replicated fire-and-forget figure
+would measure the leader alone, which the single-node run already does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from liftlog.bench.publish.fire_forget import FireForget
+from liftlog.bench.publish.replica_check import StoredCheck
+from liftlog.bench.toolkit.json_object import JsonObject
+from liftlog.bench.toolkit.stats import Latency, Throughput
+
+
+@dataclass
+class SizeResult:
+    """Every figure for one record size; the dicts are keyed by side. ``liftlog`` and
+    ``reference`` name the two sides the ratios compare."""
+
+    record_bytes: int
+    liftlog: str
+    reference: str
+    per_message: dict[str, Throughput]
+    per_message_rounds: dict[str, list[Throughput]]
+    batches: Throughput
+    batch_records: int
+    latency: dict[str, Latency]
+    fire_forget: FireForget | None = None
+    stored: dict[str, StoredCheck] = field(default_factory=dict)
+    # Leader of each side's stream when it was created (the stored check has it at the end).
+    leaders: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def per_message_ratio(self) -> float:
+        """Liftlog per-message acked records/s over the reference JetStream side's."""
+        js = self.per_message[self.reference].records_per_s
+        return self.per_message[self.liftlog].records_per_s / js if js > 0 else 0.0
+
+    @property
+    def batch_ratio(self) -> float:
+        """Liftlog batched records/s over the reference JetStream side's per-message records/s."""
+        js = self.per_message[self.reference].records_per_s
+        return self.batches.records_per_s / js if js > 0 else 0.0
+
+    @property
+    def lost(self) -> int:
+        return sum(check.lost for check in self.stored.values())
+
+    def to_json(self) -> JsonObject:
+        body = self._acked_json()
+        if self.fire_forget is not None:
+            body["fire_and_forget"] = self.fire_forget.to_json()
+        if self.stored:
+            body["stored"] = {k: v.to_json() for k, v in self.stored.items()}
+            body["leaders_at_start"] = self.leaders
+        return body
+
+    def _acked_json(self) -> JsonObject:
+        def rounds(side: str) -> list[float]:
+            return [round(r.records_per_s, 1) for r in self.per_message_rounds.get(side, [])]
+
+        return {
+            "record_bytes": self.record_bytes,
+            "per_message_acked": {
+                k: {**v.to_json(), "rounds_records_per_s": rounds(k)}
+                for k, v in self.per_message.items()
+            },
+            "per_message_ratio_liftlog_to_jetstream": round(self.per_message_ratio, 3),
+            "producer_batches": {
+                "records_per_batch": self.batch_records,
+                self.liftlog: self.batches.to_json(),
+                "ratio_to_jetstream_per_message": round(self.batch_ratio, 2),
+            },
+            "latency": {k: v.to_json() for k, v in self.latency.items()},
+        }
+
+
+@dataclass
+class BenchResult:
+    machine: JsonObject
+    settings: JsonObject
+    replication_factor: int
+    sizes: list[SizeResult] = field(default_factory=list)
+    # VmHWM of each Liftlog node, by name ("node" for a single one, else node-1 ...).
+    node_peak_rss_mb: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    # Each side's replica processes (node-1 ..., bench-r3-1 ...), for the CPU figures.
+    replica_names: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_json(self, verdicts: list[JsonObject]) -> JsonObject:
+        body: JsonObject = {
+            "machine": self.machine,
+            "settings": self.settings,
+            "results": [s.to_json() for s in self.sizes],
+            "node_peak_rss_mb": self._rss_json(),
+            "targets": verdicts,
+            "notes": self.notes,
+        }
+        if self.replication_factor > 1:
+            body["replicas"] = self.replica_names
+        return body
+
+    def _rss_json(self) -> float | dict[str, float]:
+        """One node: its figure; several: each by name."""
+        rss = {k: round(v, 1) for k, v in self.node_peak_rss_mb.items()}
+        if self.replication_factor == 1 and len(rss) == 1:
+            return next(iter(rss.values()))
+        return rss
