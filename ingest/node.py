@@ -119,7 +119,7 @@ class IngestNode:
         self._stopping = asyncio.Event()
         self._reconcile_wanted = asyncio.Event()
         self._reconciler: asyncio.Task[None] | None = None
-        self._reconciling = True
+        self._reconcile_stopped = asyncio.Event()  # set at stop, read after every await
         self._loop: asyncio.AbstractEventLoop | None = None
         # set from an expired session until the broker has registered on a new one: while set,
         # nothing lifts the fence on its leaderships
@@ -295,10 +295,10 @@ class IngestNode:
             loop.call_soon_threadsafe(self._reconcile_wanted.set)
 
     async def _reconcile_loop(self) -> None:
-        while self._reconciling:
+        while not self._reconcile_stopped.is_set():
             await self._reconcile_wanted.wait()
             self._reconcile_wanted.clear()
-            if not self._reconciling:
+            if self._reconcile_stopped.is_set():
                 return
             try:
                 await self.replicas.reconcile()
@@ -315,7 +315,7 @@ class IngestNode:
         and the loop would then wait for the next ZooKeeper event (and apply it, taking new
         roles while the node stops) instead of ending. The flag ends it either way.
         """
-        self._reconciling = False
+        self._reconcile_stopped.set()
         self._reconcile_wanted.set()
         task, self._reconciler = self._reconciler, None
         if task is None:

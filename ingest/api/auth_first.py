@@ -11,8 +11,8 @@ that read their own body, publish included, are left as they are).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from fastapi.routing import APIRoute
 from starlette.requests import Request
@@ -24,7 +24,8 @@ from ingest.api.route_acl import rule_for
 if TYPE_CHECKING:
     from ingest.security.node_auth import NodeAuth
 
-Handler = Callable[[Request], Awaitable[Response]]
+# FastAPI's own handler type (a coroutine function; its send and yield types are Any there)
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
 
 def authenticating_route_class(auth: NodeAuth) -> type[APIRoute]:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from spark_log.auth import Action
 
-ActionName = Literal[tuple(a.value for a in Action)]  # type: ignore[valid-type]
+if TYPE_CHECKING:
+    ActionName = str  # the Literal below is built from the enum at run time: mypy sees a str
+else:
+    ActionName = Literal[tuple(a.value for a in Action)]  # the schema lists every action
 
 
 class TokenCreate(BaseModel):

@@ -32,8 +32,9 @@ def client_cert_principal(request: Request) -> str | None:
     ]
     if len(names) != 1:
         return None
+    name = str(names[0])
     try:
-        check_principal(names[0])
+        check_principal(name)
     except InvalidRequestError:
         return None
-    return names[0]
+    return name

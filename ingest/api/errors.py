@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from spark_log.api_models import ErrorBody, ErrorDetail
 from spark_log.errors import LiftlogError
+from spark_log.json_types import JsonMapping
 
 log = logging.getLogger("liftlog.api")
 
@@ -138,6 +139,6 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
 
-def _location(err: dict) -> str:
+def _location(err: JsonMapping) -> str:
     """``query.offset`` style location of a validation error (``body`` itself left out)."""
     return ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"

@@ -136,7 +136,7 @@ class PartitionExporter:
         self._wake = asyncio.Event()
         self._waiters: list[tuple[int, asyncio.Future[int]]] = []
         self._idle = False
-        self._stopping = False
+        self._stop_requested = asyncio.Event()  # set by stop(), read after every await
         self._task: asyncio.Task[None] | None = None
         self._backoff_s = RETRY_BACKOFF_MIN_S
         self._metrics = metrics
@@ -157,7 +157,7 @@ class PartitionExporter:
     async def stop(self, reason: LiftlogError) -> None:
         """Stop exporting; a round in flight on a lake thread can no longer commit (its last
         check before the commit sees the stop), flush waiters get ``reason``."""
-        self._stopping = True
+        self._stop_requested.set()
         self._wake.set()
         self._fail_waiters(reason)
         task, self._task = self._task, None
@@ -207,18 +207,18 @@ class PartitionExporter:
     # ----------------------------------------------------------------- the loop
 
     async def _run(self) -> None:
-        while not self._stopping:
+        while not self._stop_requested.is_set():
             try:
                 await self._step()
                 self._backoff_s = RETRY_BACKOFF_MIN_S
             except LakeCommitConflictError as exc:
                 log.info("%s: lost a lake commit race (%s); re-reading the table", self._name, exc)
             except NotLeaderError:
-                if self._stopping:
+                if self._stop_requested.is_set():
                     return
                 await self._pause(RETRY_BACKOFF_MIN_S)  # fenced for now: the role decides
             except (LiftlogError, OSError, pa.ArrowException) as exc:
-                if self._stopping:
+                if self._stop_requested.is_set():
                     return
                 self._on_failure(exc)
                 await self._pause(self._backoff_s)
@@ -257,7 +257,7 @@ class PartitionExporter:
     async def _pause(self, seconds: float) -> None:
         """Back off; only a stop ends the pause early (a flush during it waits its turn)."""
         deadline = asyncio.get_running_loop().time() + seconds
-        while not self._stopping:
+        while not self._stop_requested.is_set():
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
                 return
@@ -412,7 +412,9 @@ class PartitionExporter:
 
     def _still_allowed(self) -> bool:
         """Asked right before a commit: still this leadership, not fenced, not stopped."""
-        return not self._stopping and self._source.state.leads_at(self._target.leader_epoch)
+        return not self._stop_requested.is_set() and self._source.state.leads_at(
+            self._target.leader_epoch
+        )
 
     def _commit_metadata(self, start: int, end: int) -> dict[str, Any]:
         return {

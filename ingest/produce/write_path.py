@@ -114,7 +114,7 @@ class LeaderWritePath:
         self._space.set()
         self._flush_wanted = asyncio.Event()
         self._flushing = False
-        self._stopping = False
+        self._stop_requested = asyncio.Event()  # set by stop(), read after every await
         self._outbox: list[tuple[str, bytes]] = []
         self._writer: asyncio.Task[None] | None = None
         self._flusher: asyncio.Task[None] | None = None
@@ -139,7 +139,7 @@ class LeaderWritePath:
     async def stop(self) -> None:
         """Let the writer and flusher finish the step they are in (never cancel a task in
         the middle of an executor append: the thread would go on writing after close)."""
-        self._stopping = True
+        self._stop_requested.set()
         self._wakeup.set()
         self._flush_wanted.set()
         tasks = [t for t in (self._writer, self._flusher) if t is not None]
@@ -283,7 +283,7 @@ class LeaderWritePath:
 
     async def _run_writer(self) -> None:
         limits = self._limits
-        while not self._stopping:
+        while not self._stop_requested.is_set():
             items = await next_cycle(
                 self._queue,
                 self._wakeup,
@@ -458,10 +458,10 @@ class LeaderWritePath:
         """Group commit, pipelined: fsync whatever the writer appended since the last fsync,
         then advance the HW and release acks=all, while the writer appends the next cycle."""
         loop = asyncio.get_running_loop()
-        while not self._stopping:
+        while not self._stop_requested.is_set():
             await self._flush_wanted.wait()
             self._flush_wanted.clear()
-            if self._stopping:
+            if self._stop_requested.is_set():
                 return  # close() flushes
             self._flushing = True
             try:
