@@ -19,6 +19,7 @@ import pytest
 
 from liftlog.embedded.node import NodeProcess
 from liftlog.embedded.ports import free_port
+from spark_log.api_models import ClusterInfo
 from spark_log.auth_config import AuthConfig
 from spark_log.client.credentials import ClientCredentials
 from spark_log.config import LakeConfig, LogConfig, NodeConfig
@@ -34,6 +35,7 @@ from tests.support.secure_zk import (  # noqa: F401  (the TLS-only ZooKeeper's f
 )
 from tests.support.spark_session import spark  # noqa: F401  (the shared Spark fixture)
 from tests.support.stacks import SecureMaterial, exported
+from tests.support.waiting import wait_for
 
 NODE_ZK_SESSION_TIMEOUT_S = 4.0
 
@@ -187,9 +189,27 @@ def stream_name(request: pytest.FixtureRequest) -> str:
 def create_stream(
     api: httpx.Client, name: str, subject: str | None = None, **spec: Any
 ) -> dict[str, Any]:
+    """Create a stream and wait until every partition's leader leads it: a 201 says the node
+    that answered serves the stream, while the others learn of it through their ZooKeeper
+    watch, so a publish sent to a leader at once could find it still unknown there."""
     resp = api.post("/v1/streams", json={"name": name, "subject": subject or f"{name}.in", **spec})
     assert resp.status_code == 201, resp.text
-    return resp.json()
+    created: dict[str, Any] = resp.json()
+    urls = ClusterInfo.from_json(api.get("/v1/cluster").json()).api_urls()
+    for partition in created["partitions"]:
+        url = urls.get(partition["leader"])
+        if url is not None:
+            path = f"{url}/v1/streams/{name}/partitions/{partition['partition']}"
+            wait_for(
+                lambda path=path: _role(api, path) == "leader",
+                message=f"the leader of {name}/{partition['partition']} to lead it",
+            )
+    return created
+
+
+def _role(api: httpx.Client, path: str) -> str | None:
+    resp = api.get(path)
+    return resp.json().get("role") if resp.status_code == 200 else None
 
 
 def fetch(api: httpx.Client, name: str, partition: int = 0, **params: Any) -> dict[str, Any]:
