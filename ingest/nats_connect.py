@@ -11,11 +11,9 @@ back by itself after a NATS outage of any length.
 
 from __future__ import annotations
 
-from typing import Any
-
 from spark_log.config import NodeConfig
 from spark_log.fetch_wire import cluster_token, node_inbox_prefix
-from spark_log.nats_options import credential_options, nats_auth_options
+from spark_log.nats_options import NatsAuthOptions, credential_options, nats_auth_options
 
 __all__ = ["credential_options", "nats_connect_options"]
 
@@ -30,7 +28,24 @@ NATS_MAX_OUTSTANDING_PINGS = 3
 RECONNECT_BUFFER_BYTES = 64 * 1024 * 1024
 
 
-def nats_connect_options(config: NodeConfig) -> dict[str, Any]:
+class NatsConnectOptions(NatsAuthOptions):
+    """The ``nats.connect`` keywords a node passes besides its callbacks (those of
+    ``NatsAuthOptions`` only when its credentials and TLS settings call for them)."""
+
+    servers: list[str]
+    name: str
+    connect_timeout: float
+    dont_randomize: bool
+    allow_reconnect: bool
+    max_reconnect_attempts: int
+    reconnect_time_wait: float
+    ping_interval: int
+    max_outstanding_pings: int
+    pending_size: int
+    inbox_prefix: str
+
+
+def nats_connect_options(config: NodeConfig) -> NatsConnectOptions:
     """Keyword arguments for ``nats.connect`` (callbacks excluded) built from the config.
 
     The servers are tried in the configured order (``dont_randomize``): a node lists its own

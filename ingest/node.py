@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import logging
 import signal
-from typing import Any
 
 import nats
 import nats.errors
@@ -288,7 +287,7 @@ class IngestNode:
 
     # ----------------------------------------------------------------- reconcile
 
-    def _trigger_reconcile(self, *_args: Any) -> None:
+    def _trigger_reconcile(self, *_args: object) -> None:
         """Called on kazoo's thread: hop onto the loop, never block."""
         loop = self._loop
         if loop is not None and not loop.is_closed():

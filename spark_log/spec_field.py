@@ -12,10 +12,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 SPEC_FIELD_KEY = "liftlog.spec_field"
 """The dataclass metadata key that holds a field's ``SpecField``."""
+
+
+class Bounds(TypedDict, total=False):
+    """A field's lower bounds, by the keyword pydantic and annotated-types name them."""
+
+    ge: int
+    gt: int
 
 
 @dataclass(frozen=True)
@@ -48,10 +55,14 @@ class SpecField:
         """Alterable to any value: every node applies it to the logs it already holds."""
         return self.alterable and not self.grow_only
 
-    def bounds(self) -> dict[str, int]:
-        """The lower bounds, by the keyword pydantic and annotated-types name them."""
-        found = {"ge": self.ge, "gt": self.gt}
-        return {k: v for k, v in found.items() if v is not None}
+    def bounds(self) -> Bounds:
+        """The lower bounds that are set."""
+        found: Bounds = {}
+        if self.ge is not None:
+            found["ge"] = self.ge
+        if self.gt is not None:
+            found["gt"] = self.gt
+        return found
 
     def as_metadata(self) -> Mapping[str, SpecField]:
         """The dataclass metadata that declares a field with this: ``field(metadata=...)``."""

@@ -9,11 +9,9 @@ clients, not to be an exact quota.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from coordinator.streams import StreamStore
 from spark_log.errors import InvalidRequestError, LimitExceededError
+from spark_log.json_types import JsonMapping
 from spark_log.limits_config import LimitsConfig
 from spark_log.stream_spec import StreamSpec
 
@@ -53,7 +51,7 @@ def check_spec_limits(limits: LimitsConfig, spec: StreamSpec) -> None:
 
 
 def check_growth_limits(
-    store: StreamStore, limits: LimitsConfig, name: str, changes: Mapping[str, Any]
+    store: StreamStore, limits: LimitsConfig, name: str, changes: JsonMapping
 ) -> None:
     """An alter that grows a stream stays within the bounds a create of that size would:
     partitions per stream and the cluster's total (blocking: ZooKeeper reads)."""

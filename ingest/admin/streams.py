@@ -47,6 +47,7 @@ from spark_log.errors import (
     UnauthenticatedError,
     UnavailableError,
 )
+from spark_log.json_types import JsonMapping
 from spark_log.lake import LakeTable, configured_table_uri
 from spark_log.lake.storage import LakeStorage, lake_storage
 from spark_log.log import RecoveryLoss
@@ -96,7 +97,7 @@ async def set_read_only(node: NodeView, name: str, read_only: bool) -> StreamDes
     return await describe_stream(node, name)
 
 
-async def alter_stream(node: NodeView, name: str, changes: dict[str, Any]) -> StreamDescription:
+async def alter_stream(node: NodeView, name: str, changes: JsonMapping) -> StreamDescription:
     """Change the spec's alterable fields; every node adopts the new spec at its next
     reconcile (its stream watch), this one before answering. Growth stays within the
     ``[limits]`` a create does."""
@@ -143,6 +144,7 @@ def _export_refusal(node: NodeView) -> str | None:
     return None if safety is None else safety.refusal
 
 
+# dataclasses.asdict types every value Any: each is its spec field's own type
 def _flattened_spec(spec: StreamSpec) -> dict[str, Any]:
     """The spec's fields as a describe repeats them at its top level; all but ``partitions``,
     which there is the per-partition list (the count stays in ``spec``)."""

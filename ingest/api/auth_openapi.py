@@ -4,11 +4,10 @@ document, Swagger UI's "Authorize" button and OpenAPI-driven tools agree with th
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import FastAPI
 
 from ingest.api.route_acl import rule_for
+from spark_log.json_types import JsonObject
 
 BEARER_SCHEME = "bearerAuth"
 CERT_SCHEME = "clientCertificate"
@@ -32,7 +31,7 @@ def document_auth(app: FastAPI, enabled: bool) -> None:
     (none at all when the node checks no credentials)."""
     generate = app.openapi
 
-    def openapi() -> dict[str, Any]:
+    def openapi() -> JsonObject:
         if app.openapi_schema is not None:
             return app.openapi_schema
         spec = generate()
@@ -41,10 +40,11 @@ def document_auth(app: FastAPI, enabled: bool) -> None:
         app.openapi_schema = spec
         return spec
 
+    # FastAPI's documented way to change the document is to replace this method
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def _add_security(spec: dict[str, Any]) -> None:
+def _add_security(spec: JsonObject) -> None:
     spec.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
     for path, operations in spec.get("paths", {}).items():
         for method, operation in operations.items():

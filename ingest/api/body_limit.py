@@ -13,22 +13,20 @@ length needs no counting: the HTTP server never hands the app more bytes than it
 from __future__ import annotations
 
 import json
-from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from spark_log.errors import RequestTooLargeError
-
-Scope = dict[str, Any]
-Message = dict[str, Any]
 
 
 class BodyLimitMiddleware:
     """Refuse request bodies larger than ``max_bytes`` with a JSON 413."""
 
-    def __init__(self, app: Any, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -41,7 +39,7 @@ class BodyLimitMiddleware:
             return
         await self._counted(scope, receive, send)
 
-    async def _counted(self, scope: Scope, receive: Any, send: Any) -> None:
+    async def _counted(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Run the app on a counted ``receive``; once the body passes the limit the answer is
         413, whatever the app made of the error it got from ``receive``."""
         body = _CountedBody(receive, send, self.max_bytes)
@@ -60,7 +58,7 @@ class _CountedBody:
     Past the limit ``receive`` raises RequestTooLargeError (and keeps raising); a response the
     app then starts (a 400 for a body it could not read, say) is replaced by the 413."""
 
-    def __init__(self, receive: Any, send: Any, max_bytes: int) -> None:
+    def __init__(self, receive: Receive, send: Send, max_bytes: int) -> None:
         self._receive = receive
         self._send = send
         self._max_bytes = max_bytes
@@ -99,7 +97,7 @@ def _message(max_bytes: int, how: str) -> str:
     return f"request body {how} over limits.max_request_bytes ({max_bytes} bytes)"
 
 
-async def _refuse(send: Any, max_bytes: int, how: str) -> None:
+async def _refuse(send: Send, max_bytes: int, how: str) -> None:
     """The app's JSON error shape, and ``connection: close``: the rest of the body is unread."""
     body = json.dumps(RequestTooLargeError(_message(max_bytes, how)).to_json()).encode()
     await send(

@@ -6,7 +6,8 @@ forwards to it (docs/consumers.md).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from typing import Protocol
 
 from fastapi import FastAPI, Request
 
@@ -17,9 +18,11 @@ from spark_log.api_models import CursorDeleted, CursorView
 CURSOR_PATH = "/v1/streams/{stream}/partitions/{partition}/cursors/{cursor_id}"
 
 
-CursorGuard = Callable[..., Awaitable[None]]
-"""Called with ``(cursor_id, forwarded=...)`` before a set or delete; raises to refuse it
-(a ``__group:`` cursor of a group with members)."""
+class CursorGuard(Protocol):
+    """Called before a set or delete; raises to refuse it (a ``__group:`` cursor of a group
+    with members)."""
+
+    def __call__(self, cursor_id: str, *, forwarded: bool) -> Awaitable[None]: ...
 
 
 async def _no_guard(cursor_id: str, *, forwarded: bool) -> None:

@@ -8,12 +8,33 @@ dicts equal to them.
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import TypedDict
 
 from spark_log.log import Record
 
 
-def record_json(record: Record, encoding: str) -> dict[str, Any]:
+class RecordDict(TypedDict):
+    """``RecordJson``'s fields, as a plain dict."""
+
+    offset: int
+    timestamp: int
+    key: str | None
+    value: str | None
+    headers: dict[str, str]
+    subject: str
+
+
+class FetchResponseDict(TypedDict):
+    """``FetchResponse``'s fields, as a plain dict."""
+
+    records: list[RecordDict]
+    high_watermark: int
+    log_start_offset: int
+    next_offset: int
+    end_reached: bool
+
+
+def record_json(record: Record, encoding: str) -> RecordDict:
     """One fetched record as the JSON object ``RecordJson`` documents, built directly."""
     return {
         "offset": record.offset,
@@ -26,13 +47,13 @@ def record_json(record: Record, encoding: str) -> dict[str, Any]:
 
 
 def fetch_response_json(
-    records: list[dict[str, Any]],
+    records: list[RecordDict],
     *,
     high_watermark: int,
     log_start_offset: int,
     next_offset: int,
     end_reached: bool = False,
-) -> dict[str, Any]:
+) -> FetchResponseDict:
     """A JSON fetch answer with ``FetchResponse``'s fields, built directly."""
     return {
         "records": records,

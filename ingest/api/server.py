@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import ssl
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import uvicorn
 
@@ -29,14 +29,25 @@ class _EmbeddedServer(uvicorn.Server):
         yield
 
 
-def tls_options(tls: ApiTlsConfig) -> dict[str, Any]:
+class UvicornTlsOptions(TypedDict, total=False):
+    """The ``uvicorn.Config`` keywords for HTTPS (none for plain HTTP; the CA and the client
+    certificate mode only when ``[api_tls]`` names a CA)."""
+
+    ssl_certfile: str
+    ssl_keyfile: str
+    http: type[HttpToolsTlsProtocol]
+    ssl_ca_certs: str
+    ssl_cert_reqs: int
+
+
+def tls_options(tls: ApiTlsConfig) -> UvicornTlsOptions:
     """uvicorn's TLS settings for ``[api_tls]``: none without a certificate; with a CA, client
     certificates signed by it are verified when presented (CERT_OPTIONAL: tokens still work
     without one) or demanded (CERT_REQUIRED with ``require_client_cert``). The protocol puts
     the verified certificate in the request scope, where ``client_cert_principal`` reads it."""
     if not tls.enabled:
         return {}
-    options: dict[str, Any] = {
+    options: UvicornTlsOptions = {
         "ssl_certfile": tls.cert_file,
         "ssl_keyfile": tls.key_file,
         "http": HttpToolsTlsProtocol,

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any
+from typing import Any, cast
 
 from pydantic import Field
+from pydantic.fields import FieldInfo
 
-from spark_log.spec_field import SpecField, declared_fields
+from spark_log.spec_field import Bounds, SpecField, declared_fields
 from spark_log.stream_spec import StreamSpec
 
-FieldDefinition = tuple[Any, Any]
+# the type is a resolved annotation (typing.get_type_hints), which typing gives no type
+FieldDefinition = tuple[Any, FieldInfo]
 """A field as pydantic's ``create_model`` takes it: (type, FieldInfo)."""
 
 
@@ -46,21 +48,24 @@ def alter_fields() -> dict[str, FieldDefinition]:
     }
 
 
-def _requested() -> list[tuple[dataclasses.Field[Any], SpecField]]:
+def _requested() -> list[tuple[dataclasses.Field[object], SpecField]]:
     return [(f, declared) for f, declared in declared_fields(StreamSpec) if declared.requested]
 
 
-def _default(f: dataclasses.Field[Any]) -> Any:
+def _default(f: dataclasses.Field[object]) -> object:
     """The spec's default, or ``...`` (pydantic's "required") when it has none."""
     return ... if f.default is dataclasses.MISSING else f.default
 
 
-def _alter_bounds(declared: SpecField) -> dict[str, int]:
+def _alter_bounds(declared: SpecField) -> Bounds:
     return declared.bounds() if declared.alterable else {}
 
 
-def _field(default: Any, description: str | None, bounds: dict[str, int]) -> Any:
-    options: dict[str, Any] = dict(bounds)
-    if description is not None:
-        options["description"] = description
-    return Field(default, **options)
+def _field(default: object, description: str | None, bounds: Bounds) -> FieldInfo:
+    """``description`` only when there is one: pydantic counts a None it is given as set."""
+    if description is None:
+        field = Field(default, **bounds)
+    else:
+        field = Field(default, description=description, **bounds)
+    # pydantic types Field as the default's type, so that it can stand as any field's default
+    return cast(FieldInfo, field)

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import Any, cast
+from typing import TypedDict, cast
 
+from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 TLS_EXTENSION = "tls"
@@ -25,7 +26,20 @@ TLS_VERSION_NUMBERS = {"TLSv1.2": 0x0303, "TLSv1.3": 0x0304}
 Subject = tuple[tuple[tuple[str, str], ...], ...]
 
 
-def tls_extension(transport: asyncio.BaseTransport) -> dict[str, Any] | None:
+class TlsExtension(TypedDict):
+    """``scope["extensions"]["tls"]``: the ASGI TLS extension's fields, plus
+    ``client_cert_subject``."""
+
+    server_cert: str | None
+    client_cert_chain: list[str]
+    client_cert_name: str | None
+    client_cert_error: str | None
+    client_cert_subject: Subject
+    tls_version: int | None
+    cipher_suite: int | None
+
+
+def tls_extension(transport: asyncio.BaseTransport) -> TlsExtension | None:
     """The ``tls`` extension of a connection, or None when it is not TLS."""
     ssl_object = transport.get_extra_info("ssl_object")
     if not isinstance(ssl_object, ssl.SSLObject | ssl.SSLSocket):
@@ -62,16 +76,18 @@ def _escape(value: str) -> str:
 class _TlsScopeMixin:
     """Wraps the protocol's ASGI app, per connection, in one that adds the TLS extension."""
 
-    app: Any
+    app: ASGIApp
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # a mixin: connection_made comes from the protocol class it is mixed into, which
+        # the type checker cannot see here
         super().connection_made(transport)  # type: ignore[misc]
         extension = tls_extension(transport)
         if extension is None:
             return
         inner = self.app
 
-        async def app_with_tls(scope: Any, receive: Any, send: Any) -> None:
+        async def app_with_tls(scope: Scope, receive: Receive, send: Send) -> None:
             extensions = {**(scope.get("extensions") or {}), TLS_EXTENSION: extension}
             await inner({**scope, "extensions": extensions}, receive, send)
 

@@ -19,7 +19,6 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
 
 from ingest.groups.cursor_store import CursorStore
 from ingest.groups.state import GroupLimits, GroupState, MemberView
@@ -52,13 +51,14 @@ from spark_log.errors import (
     StreamNotFoundError,
     UnavailableError,
 )
+from spark_log.json_types import JsonObject
 
 log = logging.getLogger("liftlog.groups")
 
 GROUP_KEY_PREFIX = b"\0group\0"
 GROUP_CURSOR_PREFIX = "__group:"
 StreamFilter = Callable[[str], bool]
-MembershipEvents = Callable[[str, dict[str, Any]], Awaitable[None]]
+MembershipEvents = Callable[[str, JsonObject], Awaitable[None]]
 """Told ``("group_join" | "group_leave", fields)`` once a membership change is written (the
 node records it in the activity stream)."""
 

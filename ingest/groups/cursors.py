@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
 from urllib.parse import quote
 
 from coordinator.znodes import NO_LEADER, StreamRecord
@@ -36,6 +35,7 @@ from spark_log.errors import (
     StreamNotFoundError,
     UnavailableError,
 )
+from spark_log.json_types import JsonObject, JsonValue
 from spark_log.stream_spec import CURSORS_STREAM, StreamSpec, internal_subject
 
 log = logging.getLogger("liftlog.cursors")
@@ -226,8 +226,8 @@ class CursorService:
         )
 
     async def _forward(
-        self, url: str, method: str, path: str, body: dict[str, Any] | None = None
-    ) -> Any:
+        self, url: str, method: str, path: str, body: JsonObject | None = None
+    ) -> JsonValue:
         client = RestClient(url, FORWARD_TIMEOUT_S, outgoing_credentials(self._node.config))
         try:
             response = await asyncio.to_thread(

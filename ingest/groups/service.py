@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
 from urllib.parse import quote
 
 from ingest.admin.node_view import NodeView
@@ -30,6 +29,7 @@ from ingest.groups.coordinator import (
     now_ms,
     validate_group_id,
 )
+from ingest.groups.cursor_store import CursorStore
 from ingest.groups.cursors import HEADER_FORWARDED, CursorService
 from ingest.groups.state import GroupLimits
 from ingest.groups.streams import GroupStreams
@@ -48,6 +48,7 @@ from spark_log.api_models import (
 )
 from spark_log.client.rest import RestClient
 from spark_log.errors import GroupManagedError, LiftlogError, NotLeaderError
+from spark_log.json_types import JsonObject, JsonValue
 
 log = logging.getLogger("liftlog.groups")
 
@@ -90,7 +91,7 @@ class GroupService:
             return target
         return self._coordinator(target)
 
-    def _coordinator(self, store: Any) -> GroupCoordinator:
+    def _coordinator(self, store: CursorStore) -> GroupCoordinator:
         partition = store.replica.partition
         coordinator = self._coordinators.get(partition)
         if coordinator is None or coordinator.store is not store:
@@ -102,7 +103,7 @@ class GroupService:
             self._wake.set()
         return coordinator
 
-    async def _record_activity(self, op: str, fields: dict[str, Any]) -> None:
+    async def _record_activity(self, op: str, fields: JsonObject) -> None:
         """Queue a membership change for ``__activity`` when it is on. The change is already
         in ``__cursors`` (no ZooKeeper transaction can hold both), so an event ZooKeeper
         refuses is logged and skipped rather than failing a join that took effect."""
@@ -116,9 +117,9 @@ class GroupService:
         url: str,
         method: str,
         path: str,
-        body: dict[str, Any] | None = None,
-        params: dict[str, Any] | None = None,
-    ) -> Any:
+        body: JsonObject | None = None,
+        params: Mapping[str, str | None] | None = None,
+    ) -> JsonValue:
         client = RestClient(url, FORWARD_TIMEOUT_S, outgoing_credentials(self._node.config))
         response = await asyncio.to_thread(
             client.request,
@@ -135,7 +136,7 @@ class GroupService:
     async def join(
         self,
         group: str,
-        body: dict[str, Any],
+        body: JsonObject,
         *,
         forwarded: bool,
     ) -> MemberAssignment:
@@ -218,7 +219,7 @@ class GroupService:
         return await target.fetch_offsets(group, stream, visible)
 
     async def reset_offsets(
-        self, group: str, body: dict[str, Any], *, forwarded: bool
+        self, group: str, body: JsonObject, *, forwarded: bool
     ) -> GroupOffsetsReset:
         target = await self._route(group, forwarded)
         if isinstance(target, str):

@@ -31,7 +31,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from ingest.groups.assignor import TopicPartition, sticky_assign
 from spark_log.errors import (
@@ -42,9 +42,36 @@ from spark_log.errors import (
     LiftlogError,
     StaleMemberEpochError,
 )
+from spark_log.json_types import JsonMapping
 
 METADATA_VERSION = 1
 ByStream = dict[str, list[int]]
+
+
+class MemberRecord(TypedDict):
+    """One member in a group metadata record (``GroupRecord.members``)."""
+
+    member_id: str
+    instance_id: str | None
+    streams: list[str]
+    session_timeout_ms: int
+    member_epoch: int
+    assigned: ByStream
+    revoking: ByStream
+    assignment_epochs: dict[str, dict[str, int]]
+    """The member epoch each held partition was assigned at: stream, then partition."""
+    target: ByStream
+
+
+class GroupRecord(TypedDict):
+    """A group metadata record's value, as ``GroupState.to_json`` writes it."""
+
+    v: int
+    group: str
+    group_epoch: int
+    assignment_epoch: int
+    partition_counts: dict[str, int]
+    members: list[MemberRecord]
 
 
 def random_member_id() -> str:
@@ -386,7 +413,7 @@ class GroupState:
 
     # ------------------------------------------------------------------ record
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> GroupRecord:
         """The group metadata record's value (key ``"\\0group\\0<group>"``), ``{"v": 1, ...}``."""
         return {
             "v": METADATA_VERSION,
@@ -397,7 +424,7 @@ class GroupState:
             "members": [self._member_json(self.members[m]) for m in sorted(self.members)],
         }
 
-    def _member_json(self, m: Member) -> dict[str, Any]:
+    def _member_json(self, m: Member) -> MemberRecord:
         epochs: dict[str, dict[str, int]] = {}
         for (stream, partition), epoch in sorted({**m.assigned, **m.revoking}.items()):
             epochs.setdefault(stream, {})[str(partition)] = epoch
@@ -416,7 +443,7 @@ class GroupState:
     @classmethod
     def from_json(
         cls,
-        value: Mapping[str, Any],
+        value: JsonMapping,
         *,
         now_ms: int,
         limits: GroupLimits = GroupLimits(),
@@ -439,7 +466,7 @@ class GroupState:
         return state
 
 
-def _member_from_json(raw: Mapping[str, Any], now_ms: int) -> Member:
+def _member_from_json(raw: JsonMapping, now_ms: int) -> Member:
     epochs = raw["assignment_epochs"]
 
     def held(by_stream: Mapping[str, Iterable[int]]) -> dict[TopicPartition, int]:

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypedDict, TypeVar, TypeVarTuple, runtime_checkable
 
 import pyarrow as pa
 
@@ -48,6 +48,7 @@ from spark_log.log import PartitionLog
 log = logging.getLogger("liftlog.exporter")
 
 T = TypeVar("T")
+Args = TypeVarTuple("Args")
 LAKE_EXPORT_THREADS = 2
 RETRY_BACKOFF_MIN_S = 0.5
 IDLE_RECHECK_S = 5.0
@@ -64,7 +65,7 @@ def lake_executor() -> ThreadPoolExecutor:
     return _executor
 
 
-async def in_lake_thread(fn: Callable[..., T], *args: Any) -> T:
+async def in_lake_thread(fn: Callable[[*Args], T], *args: *Args) -> T:
     return await asyncio.get_running_loop().run_in_executor(lake_executor(), fn, *args)
 
 
@@ -92,6 +93,17 @@ class ExportTarget:
     encrypted: bool = False
     """The stream encrypts values at rest: its files are written with Parquet modular
     encryption (``spark_log.lake.encrypted_export``), never through delta-rs's writer."""
+
+
+class ExportCommitMetadata(TypedDict):
+    """What an export commit records under ``liftlog`` in the Delta commit's metadata."""
+
+    stream: str
+    partition: int
+    start_offset: int
+    end_offset: int
+    broker_id: int
+    leader_epoch: int
 
 
 @dataclass(frozen=True)
@@ -416,7 +428,7 @@ class PartitionExporter:
             self._target.leader_epoch
         )
 
-    def _commit_metadata(self, start: int, end: int) -> dict[str, Any]:
+    def _commit_metadata(self, start: int, end: int) -> ExportCommitMetadata:
         return {
             "stream": self._target.stream,
             "partition": self._target.partition,

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import nats.errors
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 
 from ingest.clock import Clock
 from ingest.metrics import NodeMetrics
@@ -32,7 +34,7 @@ class PartitionSubscription:
         ingest: IngestConfig,
         metrics: NodeMetrics,
         clock: Clock,
-        on_message: Callable[[Any], Awaitable[None]],
+        on_message: Callable[[Msg], Awaitable[None]],
     ) -> None:
         self._spec = spec
         self._partition = partition
@@ -40,7 +42,7 @@ class PartitionSubscription:
         self._drops = metrics.slow_consumer_drops.labels(spec.name, str(partition))
         self._clock = clock
         self._on_message = on_message
-        self._subscription: Any = None
+        self._subscription: Subscription | None = None
         self._last_drop_log_s = float("-inf")
         self.slow_consumer_drops = 0
 
@@ -48,7 +50,7 @@ class PartitionSubscription:
     def active(self) -> bool:
         return self._subscription is not None
 
-    async def subscribe(self, nc: Any) -> None:
+    async def subscribe(self, nc: NatsClient) -> None:
         """Start receiving the partition's subject (idempotent)."""
         if self._subscription is not None:
             return

@@ -17,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
+
+from nats.aio.msg import Msg
 
 from ingest.clock import Clock
 from ingest.metrics import NodeMetrics
@@ -167,7 +169,7 @@ class LeaderWritePath:
 
     # ----------------------------------------------------------------- intake
 
-    async def on_message(self, msg: Any) -> None:
+    async def on_message(self, msg: Msg) -> None:
         """NATS callback: queue only; the writer task parses and validates. A paused or
         read-only stream answers at once and stores nothing."""
         if msg.reply and is_internal_reply(msg.reply):

@@ -19,7 +19,8 @@ import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from nats.aio.client import Client as NatsClient
 
 from coordinator import reassignment_store
 from coordinator.errors import VersionConflictError, ZkNotSentError
@@ -76,7 +77,7 @@ class ReplicaManager:
         store: StreamStore,
         metrics: NodeMetrics,
         publish: Callable[[str, bytes], Awaitable[None]],
-        nats: Callable[[], Any],
+        nats: Callable[[], NatsClient],
         session: ZkSession,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:

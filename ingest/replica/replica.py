@@ -13,7 +13,9 @@ import logging
 import shutil
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
+
+from nats.aio.client import Client as NatsClient
 
 from coordinator.errors import ZkNotSentError, ZkUnavailableError
 from coordinator.znodes import PartitionState
@@ -97,7 +99,7 @@ class PartitionReplica:
         self._isr_retry_at_ms = 0  # an ISR change postponed (ZooKeeper unavailable) until then
         self._write_lock = asyncio.Lock()  # one log writer: writer, fetcher or storage retry
         self._leo_event = asyncio.Event()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[object]] = set()
         self._fetcher: ReplicaFetcher | None = None
         self._fetch_server: FetchServer | None = None
         self._exporter: PartitionExporter | None = None
@@ -223,7 +225,7 @@ class PartitionReplica:
             None, lambda: shutil.rmtree(self.directory, ignore_errors=True)
         )
 
-    def track_task(self, task: asyncio.Task[Any]) -> None:
+    def track_task(self, task: asyncio.Task[object]) -> None:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -245,7 +247,7 @@ class PartitionReplica:
         self.writes.adopt_spec(spec)
         self.retention.adopt_spec(spec)
 
-    async def _sync_subscription(self, nc: Any, paused: bool) -> None:
+    async def _sync_subscription(self, nc: NatsClient, paused: bool) -> None:
         """A leader always listens; paused, it answers ``stream_paused`` and stores nothing."""
         if paused != self.state.paused:
             log.info("%s: %s", self.state.name, "paused" if paused else "resumed")
@@ -256,7 +258,7 @@ class PartitionReplica:
     # ----------------------------------------------------------------- roles
 
     async def apply_state(
-        self, state: PartitionState, version: int, nc: Any, paused: bool, cluster: str
+        self, state: PartitionState, version: int, nc: NatsClient, paused: bool, cluster: str
     ) -> None:
         """Take the role ZooKeeper gives this broker; a new leader epoch always re-enters it."""
         if self.state.observe(state, version):
@@ -288,7 +290,7 @@ class PartitionReplica:
             list(state.isr),
         )
 
-    async def _become_leader(self, nc: Any, paused: bool, cluster: str) -> None:
+    async def _become_leader(self, nc: NatsClient, paused: bool, cluster: str) -> None:
         log_ = self.log
         self.tail_cache.clear()
         self.state.start_leadership(self._clock.now_ms())

@@ -12,9 +12,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import nats.errors
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 
 from ingest.metrics import NodeMetrics
 from ingest.replication.partition_state import Partition
@@ -58,7 +61,7 @@ class LeaderReplica(Protocol):
     @property
     def tail_cache(self) -> TailCache: ...
 
-    def track_task(self, task: asyncio.Task[Any]) -> None: ...
+    def track_task(self, task: asyncio.Task[object]) -> None: ...
 
     def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> None: ...
 
@@ -71,7 +74,7 @@ class FetchServer:
     def __init__(
         self,
         replica: LeaderReplica,
-        nc: Any,
+        nc: NatsClient,
         cluster: str,
         *,
         send_acks: Callable[[], Awaitable[None]],
@@ -84,7 +87,7 @@ class FetchServer:
         self._in_flight = metrics.replica_fetches_in_flight
         self._nc = nc
         self._cluster = cluster
-        self._subs: list[Any] = []
+        self._subs: list[Subscription] = []
         self._max_bytes = max(1024, int(nc.max_payload) - FETCH_RESPONSE_OVERHEAD_BYTES)
 
     async def start(self) -> None:
@@ -101,19 +104,19 @@ class FetchServer:
             with contextlib.suppress(nats.errors.Error):
                 await sub.unsubscribe()
 
-    async def _on_fetch(self, msg: Any) -> None:
+    async def _on_fetch(self, msg: Msg) -> None:
         """Each fetch runs in its own task: a long-polling follower must not hold up others."""
         task = asyncio.ensure_future(self._answer_counted(msg))
         self._replica.track_task(task)
 
-    async def _answer_counted(self, msg: Any) -> None:
+    async def _answer_counted(self, msg: Msg) -> None:
         self._in_flight.inc()
         try:
             await self._answer_fetch(msg)
         finally:
             self._in_flight.dec()
 
-    async def _answer_fetch(self, msg: Any) -> None:
+    async def _answer_fetch(self, msg: Msg) -> None:
         r = self._replica
         try:
             req = FetchRequest.decode(msg.data)
@@ -190,13 +193,13 @@ class FetchServer:
             message=message,
         )
 
-    async def _respond(self, msg: Any, meta: FetchMeta, data: bytes = b"") -> None:
+    async def _respond(self, msg: Msg, meta: FetchMeta, data: bytes = b"") -> None:
         if not msg.reply:
             return
         with contextlib.suppress(nats.errors.Error, OSError):
             await self._nc.publish(msg.reply, data, headers={HEADER_FETCH_META: meta.encode()})
 
-    async def _on_epoch(self, msg: Any) -> None:
+    async def _on_epoch(self, msg: Msg) -> None:
         """KIP-279 OffsetsForLeaderEpoch: the end offset of the follower's latest epoch."""
         try:
             req = EpochRequest.decode(msg.data)

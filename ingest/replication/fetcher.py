@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import nats.errors
+from nats.aio.client import Client as NatsClient
 
 from ingest.replication.throttle import ReplicationThrottle
 from spark_log.errors import InvalidRequestError, LiftlogError
@@ -105,7 +106,7 @@ class FollowerReplica(Protocol):
 
 
 class ReplicaFetcher:
-    def __init__(self, replica: FollowerReplica, nc: Any, cluster: str) -> None:
+    def __init__(self, replica: FollowerReplica, nc: NatsClient, cluster: str) -> None:
         self._replica = replica
         self._nc = nc
         self._cluster = cluster
