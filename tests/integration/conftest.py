@@ -201,15 +201,20 @@ def create_stream(
         if url is not None:
             path = f"{url}/v1/streams/{name}/partitions/{partition['partition']}"
             wait_for(
-                lambda path=path: _role(api, path) == "leader",
+                lambda path=path: _leads_or_is_gone(api, path),
                 message=f"the leader of {name}/{partition['partition']} to lead it",
             )
     return created
 
 
-def _role(api: httpx.Client, path: str) -> str | None:
-    resp = api.get(path)
-    return resp.json().get("role") if resp.status_code == 200 else None
+def _leads_or_is_gone(api: httpx.Client, path: str) -> bool:
+    """Whether the replica at ``path`` leads; a leader that cannot be reached (a test killed
+    it) is not waited for."""
+    try:
+        resp = api.get(path)
+    except httpx.TransportError:
+        return True
+    return resp.status_code == 200 and resp.json().get("role") == "leader"
 
 
 def fetch(api: httpx.Client, name: str, partition: int = 0, **params: Any) -> dict[str, Any]:
