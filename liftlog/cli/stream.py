@@ -18,6 +18,7 @@ from spark_log.api_models import (
     UncleanElection,
 )
 from spark_log.json_types import JsonObject
+from spark_log.spec_field import declared_fields
 from spark_log.stream_spec import (
     ACK_POLICIES,
     ALTERABLE_FIELDS,
@@ -26,24 +27,12 @@ from spark_log.stream_spec import (
     DEFAULT_PARTITIONS,
     DEFAULT_REPLICATION_FACTOR,
     TIMESTAMP_TYPES,
+    StreamSpec,
 )
 
 # A flush waits for the lake export on every leader (the node's lake.flush_timeout_s, 60 s by
 # default, plus the forwarding margin), so the CLI waits longer than for other calls.
 FLUSH_REST_TIMEOUT_S = 120.0
-# Optional spec fields sent only when given (the server applies its own defaults otherwise).
-OPTIONAL_SPEC_FIELDS = (
-    "min_isr",
-    "ack_policy",
-    "retention_ms",
-    "retention_bytes",
-    "retention_messages",
-    "max_record_bytes",
-    "compaction_interval_s",
-    "delete_retention_ms",
-    "timestamp_type",
-    "auto_pause_ms",
-)
 
 
 def add_stream_parser(sub: Subcommands) -> argparse.ArgumentParser:
@@ -320,22 +309,20 @@ def _reassign_parser(ssub: Subcommands) -> None:
     reassign.set_defaults(run=_stream_reassign)
 
 
+def create_body(args: argparse.Namespace) -> JsonObject:
+    """The create request: every spec field a flag of ``stream create`` set. The flags are
+    named after the spec's declared fields; an optional one left unset (None, or a switch
+    not given) is left to the server's default."""
+    body: JsonObject = {"name": args.name, "subject": args.subject}
+    for field, declared in declared_fields(StreamSpec):
+        value = getattr(args, field.name, None)
+        if declared.requested and field.name not in body and value not in (None, False):
+            body[field.name] = value
+    return body
+
+
 def _stream_create(args: argparse.Namespace) -> int:
-    body: dict[str, object] = {
-        "name": args.name,
-        "subject": args.subject,
-        "partitions": args.partitions,
-        "replication_factor": args.replication_factor,
-    }
-    body.update({k: getattr(args, k) for k in OPTIONAL_SPEC_FIELDS if getattr(args, k) is not None})
-    if args.load_balance:
-        body["load_balance"] = True
-    if args.compaction:
-        body["compaction"] = True
-    if args.encryption:
-        body["encryption"] = True
-    if args.auto_pause_disable_if_subscribers:
-        body["auto_pause_disable_if_subscribers"] = True
+    body = create_body(args)
     resp = rest(args).request("POST", "/v1/streams", json_body=body)
     verb = "created" if resp.status == 201 else "already exists (identical spec)"
     print(f"stream {args.name} {verb}")

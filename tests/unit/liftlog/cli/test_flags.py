@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 from liftlog.cli import _parser_and_flags
 from liftlog.cli.flags import to_cli_words
+from liftlog.cli.stream import create_body
 from spark_log.errors import InvalidRequestError
+from spark_log.spec_field import declared_fields
 from spark_log.stream_spec import StreamSpec
 
 FLAGS = _parser_and_flags()[1]
@@ -37,3 +41,32 @@ def test_field_values_and_bare_fields_become_flags():
 def test_text_without_known_fields_is_left_alone():
     text = 'record "abc" is too large; "no_such_field": 3'
     assert to_cli_words(text, FLAGS) == text
+
+
+def test_every_spec_field_a_request_may_set_has_a_create_flag():
+    """A field declared in the spec reaches ``stream create`` by its own flag; a new field
+    without one fails here."""
+    create = _stream_create_parser()
+    flags = {a.dest for a in create._actions}
+    requested = {f.name for f, declared in declared_fields(StreamSpec) if declared.requested}
+    assert requested <= flags
+
+
+def test_the_create_body_holds_the_flags_given_and_leaves_the_rest_to_the_server():
+    args = _stream_create_parser().parse_args(
+        ["orders", "--subject", "orders", "--compaction", "--retention-ms", "5"]
+    )
+    assert create_body(args) == {
+        "name": "orders",
+        "subject": "orders",
+        "partitions": 1,
+        "replication_factor": 1,
+        "compaction": True,
+        "retention_ms": 5,
+    }
+
+
+def _stream_create_parser() -> argparse.ArgumentParser:
+    parser = _parser_and_flags()[0]
+    stream = next(a for a in parser._subparsers._actions if a.choices).choices["stream"]
+    return next(a for a in stream._subparsers._actions if a.choices).choices["create"]
