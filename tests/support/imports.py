@@ -166,3 +166,44 @@ def collapse(edges: dict[str, frozenset[str]], room: dict[str, str]) -> dict[str
         bucket = collapsed.setdefault(here, set())
         bucket.update(room[t] for t in targets if room[t] != here)
     return {k: frozenset(v) for k, v in collapsed.items()}
+
+
+def floors(edges: dict[str, frozenset[str]]) -> dict[str, int]:
+    """Each module's floor: 1 for a module importing no first-party module, else one above
+    the highest it imports (modules in a circle share the circle's floor)."""
+    memo: dict[str, int] = {}
+
+    def floor(node: str, path: frozenset[str]) -> int:
+        if node in memo:
+            return memo[node]
+        below = [floor(t, path | {node}) for t in edges.get(node, ()) if t not in path]
+        memo[node] = 1 + max(below, default=0)
+        return memo[node]
+
+    return {node: floor(node, frozenset()) for node in sorted(edges)}
+
+
+def summary(root: Path = ROOT) -> str:
+    """Files and floors per folder, the rooms a maintainer walks through (``python -m
+    tests.support.imports``)."""
+    edges = graph(root)
+    found = floors(edges)
+    lines = []
+    folders: dict[str, list[str]] = {}
+    for name, path in modules(root).items():
+        folders.setdefault(str(path.parent.relative_to(root)), []).append(name)
+    for package in PACKAGES:
+        names = [n for n in edges if n.split(".")[0] == package]
+        folders[f"{package}/ (whole)"] = names
+    for folder, names in sorted(folders.items()):
+        inside = {n: frozenset(t for t in edges[n] if t in names) for n in names}
+        depth = max(floors(inside).values())
+        lines.append(f"{folder:<32} {len(names):>3} files {depth:>3} floors")
+    lines.append(f"{'(every package)':<32} {len(found):>3} files {max(found.values()):>3} floors")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(summary(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else ROOT))
