@@ -32,15 +32,20 @@ demo: $(STAMP)
 SECURE_SUBSET := tests/integration/api/test_rest_api.py tests/integration/produce/test_client.py \
 	tests/integration/replication/test_replication.py tests/integration/spark/test_datasource_batch.py
 
+# Tests run on TEST_WORKERS processes (pytest-xdist), a test file on one worker (module-scoped
+# clusters are started once); each worker picks ports from a range of its own (tests/conftest.py).
+# Three workers keep two cores busy: the tests wait on servers about as much as they compute.
+TEST_WORKERS ?= 3
+XDIST := -n $(TEST_WORKERS) --dist loadfile
+
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(PYTEST) -q -m "not slow" --durations=15 tests
-	LIFTLOG_TEST_STACK=secure $(PYTEST) -q -m "not slow" $(SECURE_SUBSET)
+	$(PYTEST) -q -m "not slow" $(XDIST) --durations=15 tests
+	LIFTLOG_TEST_STACK=secure $(PYTEST) -q -m "not slow" $(XDIST) $(SECURE_SUBSET)
 
-# What make test leaves out to stay under 20 minutes: the slow integration and
-# fault tests (HA faults, the REST fuzz, Spark-based and stack-starting bench smokes, longer
-# failover variants) and one safe randomized Jepsen schedule of 45 s.
+# The slow tier, which CI runs after make test: the HA faults, the REST fuzz, longer failover
+# variants, the benchmark smokes and one safe randomized Jepsen schedule of 45 s.
 test-slow: $(STAMP)
 	$(PYTEST) -q -m slow tests/integration tests/fault
 	$(PYTEST) -q -m slow tests/jepsen/test_random.py -k short

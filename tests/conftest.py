@@ -23,6 +23,7 @@ from coordinator.errors import ZNodeNotFoundError
 from coordinator.zk import ZkSession
 from liftlog.embedded import NatsServer, ZooKeeperServer, free_port
 from liftlog.embedded.nats_auth import NatsServerSecurity
+from liftlog.embedded.ports import PORT_RANGE_ENV, explicit_port_range
 from liftlog.embedded.seaweedfs import S3Credentials, SeaweedFsServer, create_bucket
 from liftlog.embedded.zookeeper import secure_zookeeper
 from spark_log.tls_config import ZkSecurityConfig
@@ -37,6 +38,26 @@ __all__ = ["ZK_TEST_SESSION_TIMEOUT_S", "wait_for"]
 # Spark's Python workers run this interpreter (the venv's: pyarrow and the liftlog data source),
 # whichever test module starts the shared Spark session first.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+# Every Spark driver the tests start (the shared session, notebooks, `liftlog compact`, the demo)
+# runs short jobs: the C1 compiler alone and the serial collector cost it far less CPU.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+
+
+def _worker_port_range() -> str | None:
+    """Under pytest-xdist each worker (and the stacks its tests start) picks ports from a
+    range of its own, so two workers never race for one port."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or count < 2:
+        return None
+    low, high = explicit_port_range()
+    share = (high - low) // count
+    first = low + int(worker[2:]) * share
+    return f"{first}-{first + share - 1}"
+
+
+if (_range := _worker_port_range()) is not None:
+    os.environ[PORT_RANGE_ENV] = _range
 
 
 @contextlib.contextmanager

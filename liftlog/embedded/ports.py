@@ -3,51 +3,47 @@
 A port is only known free until someone binds it, and a stack picks all its ports before it
 starts anything. Every port handed out here (single or in a block) is remembered, so two picks
 made before either port is bound (a server's client and monitor ports, a NATS cluster's route
-block and the nodes' API block) never return one port twice; the race with other processes
-remains, and a server that loses it fails its start with "address already in use".
+block and the nodes' API block) never return one port twice.
 
-The node API ports of a multi-node stack are consecutive (``api_port + i``), so they cannot
-come from ``free_port()``: its neighbours are in the kernel's ephemeral range, where an outgoing
-connection (a node dialling NATS or ZooKeeper while the others start) may take one between the
-check and the node's bind ("address already in use"). Below that range the kernel never hands
-a port out on its own.
+Ports are picked below the kernel's ephemeral range: there, an outgoing connection (a node
+dialling NATS or ZooKeeper while the others start) may take a port between the check and the
+server's bind ("address already in use"); below it the kernel never hands a port out on its
+own. Processes that pick ports at the same time (a test run's parallel workers) are kept
+apart by ``LIFTLOG_PORT_RANGE`` (``LOW-HIGH``): each picks from a range of its own.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 import threading
-from collections import deque
+import time
 from pathlib import Path
 
-from spark_log.errors import ProcessStartError
+from spark_log.errors import ConfigError, ProcessStartError
 
 EXPLICIT_PORT_LOW = 20_000
 PORT_BLOCK_ATTEMPTS = 200
 EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 DEFAULT_EPHEMERAL_LOW = 32_768
-FREE_PORT_ATTEMPTS = 1000
-HANDED_OUT_MEMORY = 4096  # far more than any stack binds at once, far fewer than the range
+PORT_RANGE_ENV = "LIFTLOG_PORT_RANGE"
+# a port handed out is kept from others this long: far longer than a stack takes to bind what
+# it picked, short enough that a long run never fills its range
+HANDED_OUT_TTL_S = 300.0
 
 _handed_out_lock = threading.Lock()
-_handed_out: deque[int] = deque(maxlen=HANDED_OUT_MEMORY)
+_handed_out: dict[int, float] = {}  # port -> when it was handed out (monotonic seconds)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port the OS offered as free a moment ago, not handed out here lately."""
-    for _ in range(FREE_PORT_ATTEMPTS):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind((host, 0))
-            port = int(sock.getsockname()[1])
-        if _claim([port]):
-            return port
-    raise ProcessStartError(f"the OS offered no port not already handed out ({host})")
+    """A TCP port free now, below the ephemeral range, not handed out here lately."""
+    return free_port_block(1, host)
 
 
 def free_port_block(count: int, host: str = "127.0.0.1") -> int:
     """The first of ``count`` consecutive ports, all free now, below the ephemeral range."""
-    low, high = EXPLICIT_PORT_LOW, _ephemeral_low()
+    low, high = explicit_port_range()
     if high - low <= count:  # an unusual ephemeral range: take what is left above 1024
         low, high = 1024, 65_536
     for _ in range(PORT_BLOCK_ATTEMPTS):
@@ -58,12 +54,32 @@ def free_port_block(count: int, host: str = "127.0.0.1") -> int:
     raise ProcessStartError(f"found no {count} consecutive free ports in {low}..{high - 1}")
 
 
+def explicit_port_range() -> tuple[int, int]:
+    """``[low, high)`` to pick from: ``LIFTLOG_PORT_RANGE`` when set, else from
+    ``EXPLICIT_PORT_LOW`` up to the ephemeral range."""
+    named = os.environ.get(PORT_RANGE_ENV, "")
+    if not named:
+        return EXPLICIT_PORT_LOW, _ephemeral_low()
+    try:
+        low, high = (int(part) for part in named.split("-"))
+    except ValueError:
+        raise ConfigError(
+            f"{PORT_RANGE_ENV}={named!r}: expected LOW-HIGH, e.g. 20000-24999"
+        ) from None
+    if not 1024 <= low < high <= 65_535:
+        raise ConfigError(f"{PORT_RANGE_ENV}={named!r}: expected 1024 <= LOW < HIGH <= 65535")
+    return low, high + 1
+
+
 def _claim(ports: list[int]) -> bool:
-    """Remember ``ports`` as handed out, unless one of them already was."""
+    """Remember ``ports`` as handed out, unless one of them already was lately."""
+    now = time.monotonic()
     with _handed_out_lock:
+        for port in [p for p, at in _handed_out.items() if now - at > HANDED_OUT_TTL_S]:
+            del _handed_out[port]
         if any(port in _handed_out for port in ports):
             return False
-        _handed_out.extend(ports)
+        _handed_out.update(dict.fromkeys(ports, now))
         return True
 
 

@@ -149,7 +149,10 @@ class ZooKeeperServer(Component):
         return [
             java,
             f"-Xmx{self._heap_mb}m",
+            # an embedded ZooKeeper serves one stack's metadata: the serial collector and the
+            # C1 compiler alone start it with a fraction of the CPU the defaults take
             "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
             "-Dzookeeper.jmx.log4j.disable=true",
             f"-Dlog4j2.configurationFile={(self.data_dir / 'log4j2.properties').resolve()}",
             *(self.tls.jvm_properties(self.keystore_path) if self.tls else []),

@@ -11,11 +11,10 @@ through here.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -25,6 +24,9 @@ from spark_log.lake.errors import LakeFileGoneError, LakeFileReadError
 from spark_log.lake.file_reader import open_parquet
 from spark_log.lake.layout import FILE_SCHEMA, ParquetStatistic, to_micros
 from spark_log.lake.storage import LakeStorage
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
 
 DEFAULT_BATCH_ROWS = 65_536
 """Rows per Arrow batch. Measured on 10M rows (bench/spark_read.py setup): 65,536 cost Spark
@@ -181,6 +183,8 @@ def offset_for_timestamp(
     encrypted file's keys are needed only to open it."""
     if crypto is not None:
         return _offset_for_timestamp_by_file(paths, timestamp_us, below, storage, crypto)
+    import pyarrow.dataset as ds  # loads pandas too: imported for this search alone
+
     condition = (ds.field("timestamp") >= pa.scalar(timestamp_us, pa.timestamp("us", tz="UTC"))) & (
         ds.field("offset") < below
     )
@@ -220,6 +224,8 @@ def _smaller(a: int | None, b: int) -> int:
 
 def _dataset(paths: Sequence[str], storage: LakeStorage | None) -> ds.Dataset:
     """The files as one dataset; URIs through the lake's filesystem (one store per lake)."""
+    import pyarrow.dataset as ds  # loads pandas too: imported for this search alone
+
     if storage is None or not paths or "://" not in paths[0]:
         return ds.dataset(list(paths), schema=FILE_SCHEMA, format="parquet")
     located = [storage.filesystem_for(p) for p in paths]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from liftlog.bench.jetstream.cluster import ClusterPorts
-from liftlog.embedded.ports import free_port, free_port_block
+from liftlog.embedded.ports import PORT_RANGE_ENV, free_port, free_port_block
+from spark_log.errors import ConfigError
 
 
 def test_free_port_does_not_hand_out_a_port_twice():
@@ -46,3 +49,19 @@ def test_blocks_and_single_ports_never_overlap_within_a_process():
             handed += range(base, base + size)
             handed.append(free_port())
     assert len(set(handed)) == len(handed)
+
+
+def test_a_named_range_holds_every_pick(monkeypatch: pytest.MonkeyPatch):
+    """Parallel test workers each pick from a range of their own (LIFTLOG_PORT_RANGE)."""
+    monkeypatch.setenv(PORT_RANGE_ENV, "23000-23099")
+    singles = [free_port() for _ in range(20)]
+    blocks = [free_port_block(3) for _ in range(5)]
+    assert all(23_000 <= p <= 23_099 for p in singles)
+    assert all(b >= 23_000 and b + 2 <= 23_099 for b in blocks)
+
+
+@pytest.mark.parametrize("named", ["23000", "a-b", "30000-20000", "80-90"])
+def test_a_malformed_range_is_refused(monkeypatch: pytest.MonkeyPatch, named: str):
+    monkeypatch.setenv(PORT_RANGE_ENV, named)
+    with pytest.raises(ConfigError, match=PORT_RANGE_ENV):
+        free_port()
