@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import logging
 import sys
+from collections.abc import Coroutine
 
 from spark_log.config import load_node_config
 from spark_log.errors import LiftlogError
@@ -29,11 +30,23 @@ def main(argv: list[str] | None = None) -> int:
     from ingest.node import IngestNode  # imported late: config errors print fast
 
     try:
-        asyncio.run(IngestNode(config).run_until_signalled())
+        _run(IngestNode(config).run_until_signalled())
     except LiftlogError as exc:
         logging.getLogger("liftlog.node").error("node stopped: %s", exc.message)
         return 1
     return 0
+
+
+def _run(main: Coroutine[object, object, None]) -> None:
+    """Run the node on uvloop (installed with ``uvicorn[standard]``), asyncio's own loop where
+    uvloop is missing: its socket and timer handling in C shortens the node's busiest loop
+    turns, such as answering a thousand woken long polls at once (``docs/benchmarks.md``)."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+        return
+    uvloop.run(main)
 
 
 if __name__ == "__main__":

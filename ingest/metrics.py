@@ -5,7 +5,9 @@ A registry per node keeps tests that run several nodes in one process from shari
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollector, generate_latest
+
+from ingest.histogram import LoopHistogram
 
 _LABELS = ("stream", "partition")
 
@@ -145,6 +147,72 @@ class NodeMetrics:
             "Times the node lost its NATS connection",
             registry=self.registry,
         )
+
+        self._add_watch_metrics()
+
+    def _add_watch_metrics(self) -> None:
+        """What a Kafka operator looks at first: ack and fsync latency, fetch and replication
+        latency, ISR health, consumer lag and the process's memory."""
+        self.ack_latency = LoopHistogram(
+            "liftlog_produce_ack_latency_seconds",
+            "From a produce request's arrival on the leader to its ack or refusal being sent",
+            ("stream", "ack_policy"),
+            self.registry,
+        )
+        self.log_flush = LoopHistogram(
+            "liftlog_log_flush_seconds",
+            "One fsync of a partition log (group commit: one per write cycle or flush)",
+            ("stream",),
+            self.registry,
+        )
+        self.commit_latency = LoopHistogram(
+            "liftlog_replication_commit_seconds",
+            "From a leader's append to the high watermark passing it (the ISR holds it)",
+            ("stream",),
+            self.registry,
+        )
+        self.replica_fetch = LoopHistogram(
+            "liftlog_replica_fetch_seconds",
+            "A follower's fetch round trip to its leader, for fetches that brought records",
+            ("stream",),
+            self.registry,
+        )
+        self.consumer_fetch = LoopHistogram(
+            "liftlog_consumer_fetch_seconds",
+            "A REST record fetch, its long-poll wait included",
+            ("stream",),
+            self.registry,
+        )
+        self.isr_shrinks = Counter(
+            "liftlog_isr_shrinks",
+            "Followers this leader removed from a partition's ISR",
+            _LABELS,
+            registry=self.registry,
+        )
+        self.isr_expands = Counter(
+            "liftlog_isr_expands",
+            "Followers this leader added back to a partition's ISR",
+            _LABELS,
+            registry=self.registry,
+        )
+        self.under_replicated = Gauge(
+            "liftlog_under_replicated_partitions",
+            "Partitions this node leads whose ISR is smaller than their replica set",
+            registry=self.registry,
+        )
+        self.under_min_isr = Gauge(
+            "liftlog_under_min_isr_partitions",
+            "Partitions this node leads whose ISR is smaller than min_isr (acks=all refused)",
+            registry=self.registry,
+        )
+        self.consumer_group_lag = Gauge(
+            "liftlog_consumer_group_lag_records",
+            "Committed records a consumer group has not consumed yet (HW - (committed + 1)), "
+            "for the groups this node coordinates, as of the last scrape",
+            ("group", "stream", "partition"),
+            registry=self.registry,
+        )
+        ProcessCollector(registry=self.registry)  # process_resident_memory_bytes and friends
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -6,6 +6,8 @@ The probes need no credential (``route_acl.OPEN``), so they say nothing about th
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from fastapi import FastAPI, Response
 
 from ingest.admin.node_view import NodeView
@@ -13,7 +15,11 @@ from spark_log.api_models import HealthStatus
 from spark_log.errors import UnavailableError
 
 
-def install_health_routes(app: FastAPI, node: NodeView) -> None:
+def install_health_routes(
+    app: FastAPI, node: NodeView, refresh: Callable[[], Awaitable[None]]
+) -> None:
+    """``refresh`` runs before each scrape renders (metrics computed on demand: group lag)."""
+
     @app.get("/healthz", tags=["health"], response_model=HealthStatus)
     async def healthz() -> HealthStatus:
         """The process is up and serving."""
@@ -30,4 +36,5 @@ def install_health_routes(app: FastAPI, node: NodeView) -> None:
 
     @app.get("/metrics", tags=["health"])
     async def metrics() -> Response:
+        await refresh()
         return Response(node.metrics.render(), media_type="text/plain; version=0.0.4")

@@ -8,6 +8,7 @@ and enters the produce path a NATS publish takes.
 
 from __future__ import annotations
 
+import time
 from typing import Annotated
 
 from fastapi import FastAPI, Query, Request, Response
@@ -96,6 +97,7 @@ def install_record_routes(app: FastAPI, node: NodeView, cursors: CursorService) 
         """Committed records (below the high watermark) from an offset, a timestamp or a named
         start, up to an optional stop; ``end_reached`` (JSON) or the ``Liftlog-End-Reached``
         header (Arrow) says the stop was reached."""
+        started = time.perf_counter()
         check_start_choice(offset, timestamp, None if cursor is not None else start, cursor)
         replica = node.replicas.replica(stream, partition)
         if not from_follower and not replica.state.is_leader:
@@ -118,6 +120,7 @@ def install_record_routes(app: FastAPI, node: NodeView, cursors: CursorService) 
             reads, offset, Stop(stop_offset, stop_timestamp), bounds, arrow=arrow
         )
         headers = result.headers()
+        node.metrics.consumer_fetch.labels(stream).observe(time.perf_counter() - started)
         if arrow:
             return Response(
                 encode_fetch_table(result.table),

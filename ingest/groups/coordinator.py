@@ -389,6 +389,16 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------------ admin
 
+    def known_groups(self) -> set[str]:
+        """Groups with members or metadata, and groups with committed offsets alone (whose
+        consumers are gone: their lag is what an operator watches)."""
+        prefix = GROUP_CURSOR_PREFIX.encode()
+        committed = {
+            key[len(prefix) :].split(b"\0")[0].decode()
+            for key, _ in self.store.items_with_prefix(prefix)
+        }
+        return set(self._groups) | committed
+
     def summaries(self) -> list[GroupSummary]:
         return [
             GroupSummary(name, len(s.members), s.group_epoch, state_name(s))

@@ -49,12 +49,15 @@ from spark_log.api_models import (
 from spark_log.client.rest import RestClient
 from spark_log.errors import GroupManagedError, LiftlogError, NotLeaderError
 from spark_log.json_types import JsonObject, JsonValue
+from spark_log.stream_spec import CURSORS_STREAM
 
 log = logging.getLogger("liftlog.groups")
 
 FORWARD_TIMEOUT_S = 30.0
 MAX_EXPIRY_SLEEP_S = 1.0
 """The expiry task also notices lost leaderships: it never sleeps longer than this."""
+LAG_REFRESH_TIMEOUT_S = 2.0
+"""A scrape waits at most this long for the groups' lag (else it shows the last scrape's)."""
 
 StreamCheck = Callable[[str], None]
 """Raises ForbiddenError unless the caller may act on the stream."""
@@ -81,6 +84,7 @@ class GroupService:
         self._coordinators: dict[int, GroupCoordinator] = {}
         self._expiry: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        self._lag_labels: set[tuple[str, str, str]] = set()
 
     # ------------------------------------------------------------------ routing
 
@@ -288,6 +292,45 @@ class GroupService:
             )
             summaries.extend(listed.groups)
         return GroupList(tuple(sorted(summaries, key=lambda s: s.group)))
+
+    # ------------------------------------------------------------------ metrics
+
+    async def refresh_lag_metrics(self) -> None:
+        """Set ``liftlog_consumer_group_lag_records`` for every group this node coordinates
+        (called by a scrape, so the lag is as fresh as the scrape and costs nothing between
+        scrapes). A slow or failing refresh keeps the last scrape's values."""
+        try:
+            async with asyncio.timeout(LAG_REFRESH_TIMEOUT_S):
+                lags = await self._current_lags()
+        except (TimeoutError, LiftlogError) as exc:
+            log.warning("consumer group lag not refreshed: %s", exc)
+            return
+        gauge = self._node.metrics.consumer_group_lag
+        for labels, lag in lags.items():
+            gauge.labels(*labels).set(lag)
+        for labels in self._lag_labels - lags.keys():
+            gauge.remove(*labels)
+        self._lag_labels = set(lags)
+
+    async def _current_lags(self) -> dict[tuple[str, str, str], int]:
+        lags: dict[tuple[str, str, str], int] = {}
+        broker_id = self._node.config.broker_id
+        for (stream, partition), replica in list(self._node.replicas.replicas.items()):
+            if stream != CURSORS_STREAM or not replica.state.is_leader:
+                continue
+            try:
+                store = await self._cursors.route_partition(partition, forwarded=True)
+            except NotLeaderError:
+                continue  # leadership moved since the loop began
+            if isinstance(store, str):
+                continue
+            coordinator = self._coordinator(store)
+            for group in sorted(coordinator.known_groups()):
+                described = await coordinator.describe(group, broker_id, lambda _: True)
+                for p in described.partitions:
+                    if p.lag is not None:
+                        lags[(group, p.stream, str(p.partition))] = p.lag
+        return lags
 
     # ------------------------------------------------------------------ expiry
 

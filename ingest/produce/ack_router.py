@@ -27,8 +27,11 @@ class AckRouter:
         encode_ack: Callable[[bytes, int, int | None], bytes],
         encode_error: Callable[[LiftlogError], bytes],
         encode_duplicate_ack: Callable[[bytes, int, int | None], bytes],
+        answered: Callable[[ProduceRequest], None] = lambda req: None,
     ) -> None:
+        """``answered`` is told of every request answered (the ack latency is observed there)."""
         self._prefix = prefix
+        self._answered = answered
         self._send = send
         self._encode_ack = encode_ack
         self._encode_duplicate_ack = encode_duplicate_ack
@@ -39,8 +42,10 @@ class AckRouter:
         if req.future is not None:
             if not req.future.done():
                 req.future.set_exception(exc)
+                self._answered(req)
         elif req.reply:
             self._send(req.reply, self._encode_error(exc))
+            self._answered(req)
 
     def _fail_item(self, item: Sequenced, exc: LiftlogError) -> None:
         self.error(item.request, exc)
@@ -50,10 +55,12 @@ class AckRouter:
         if req.future is not None:
             if not req.future.done():
                 req.future.set_result(ProduceAck(item.offset, item.count, item.duplicate))
+                self._answered(req)
         elif req.reply:
             count = item.count if req.records is not None else None
             encode = self._encode_duplicate_ack if item.duplicate else self._encode_ack
             self._send(req.reply, encode(self._prefix, item.offset, count))
+            self._answered(req)
 
     def after_append(
         self, sequenced: list[Sequenced], end_offset: int, hw: int, isr_ok: bool

@@ -59,6 +59,8 @@ class ProduceRequest:
     timestamp_ms: int | None = None
     """The producer's create time (``timestamp_type: create`` and ``Liftlog-Timestamp``
     given); None: the leader's append time. A batch's records all take it."""
+    received_s: float = 0.0
+    """When the leader took the request in (its monotonic clock): the ack latency's start."""
 
     @property
     def count(self) -> int:

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
 from nats.aio.msg import Msg
 
 from ingest.clock import Clock
+from ingest.histogram import HistogramChild
 from ingest.metrics import NodeMetrics
 from ingest.produce.ack_router import AckRouter
 from ingest.produce.dedup import DedupWindow
@@ -41,6 +44,8 @@ log = logging.getLogger("liftlog.write_path")
 Publish = Callable[[str, bytes], Awaitable[None]]
 IDLE_WAKEUP_S = 0.2
 """How long the writer waits for work before it runs idle-time maintenance anyway."""
+UNCOMMITTED_CYCLES_TIMED = 10_000
+"""Appended cycles whose commit is timed at most (a HW held for long forgets the oldest)."""
 
 
 @runtime_checkable
@@ -102,6 +107,12 @@ class LeaderWritePath:
         self._paused_drops = metrics.paused_drops.labels(*self._labels)
         self._readonly_drops = metrics.readonly_drops.labels(*self._labels)
         self._internal_reply_drops = metrics.internal_reply_drops.labels(*self._labels)
+        self._ack_latency: dict[str, HistogramChild] = {}
+        self._log_flush = metrics.log_flush.labels(spec.name)
+        self._commit_latency = metrics.commit_latency.labels(spec.name)
+        # (end offset, append time) of each cycle the HW has not passed yet
+        self._uncommitted: deque[tuple[int, float]] = deque(maxlen=UNCOMMITTED_CYCLES_TIMED)
+        self._inline_fsync_s = 0.0
         self._publish = publish
         self._clock = clock
         self._hooks = hooks
@@ -127,6 +138,7 @@ class LeaderWritePath:
             encode_ack,
             self._encode_error,
             encode_duplicate_ack,
+            answered=self._observe_ack,
         )
         self._sequencer = Sequencer(
             spec, dedup, self._refuse, max_timestamp_skew_ms=ingest.max_timestamp_skew_ms
@@ -172,6 +184,7 @@ class LeaderWritePath:
     async def on_message(self, msg: Msg) -> None:
         """NATS callback: queue only; the writer task parses and validates. A paused or
         read-only stream answers at once and stores nothing."""
+        received_s = self._clock.monotonic_s()
         if msg.reply and is_internal_reply(msg.reply):
             self._drop_internal_reply(msg.subject, msg.reply)
             return
@@ -189,6 +202,7 @@ class LeaderWritePath:
         except LiftlogError as exc:
             self._refuse_reply(msg.reply, exc)
             return
+        req.received_s = received_s
         self._queue.append(req)
         self._wakeup.set()
 
@@ -235,8 +249,10 @@ class LeaderWritePath:
     async def produce(self, requests: list[ProduceRequest]) -> list[ProduceAck]:
         """Queue requests that did not come from NATS (REST) and wait for their acks."""
         loop = asyncio.get_running_loop()
+        received_s = self._clock.monotonic_s()
         for req in requests:
             req.future = loop.create_future()
+            req.received_s = received_s
             self._queue.append(req)
         self._wakeup.set()
         return [await req.future for req in requests if req.future is not None]
@@ -259,6 +275,14 @@ class LeaderWritePath:
     def _queue_ack(self, subject: str, payload: bytes) -> None:
         self._outbox.append((subject, payload))
 
+    def _observe_ack(self, req: ProduceRequest) -> None:
+        """The request was answered: its ack latency, by ack policy."""
+        child = self._ack_latency.get(req.ack_policy)
+        if child is None:
+            child = self._metrics.ack_latency.labels(self._spec.name, req.ack_policy)
+            self._ack_latency[req.ack_policy] = child
+        child.observe(self._clock.monotonic_s() - req.received_s)
+
     async def send_acks(self) -> None:
         """Publish queued acks in order (called wherever the HW may have moved)."""
         while self._outbox:
@@ -268,7 +292,17 @@ class LeaderWritePath:
 
     def release(self, high_watermark: int) -> int:
         """Complete the parked acks=all requests the HW now passes."""
+        self._observe_commits(high_watermark)
         return self._acks.purgatory.release(high_watermark)
+
+    def _observe_commits(self, high_watermark: int) -> None:
+        """Each cycle the HW now passes: how long it took from its append to commit."""
+        uncommitted = self._uncommitted
+        if not uncommitted:
+            return
+        now = self._clock.monotonic_s()
+        while uncommitted and uncommitted[0][0] <= high_watermark:
+            self._commit_latency.observe(now - uncommitted.popleft()[1])
 
     def fail_parked(self, exc: LiftlogError) -> None:
         """Fail the requests parked in the purgatory (the leader was fenced)."""
@@ -276,6 +310,7 @@ class LeaderWritePath:
 
     def fail_waiting(self, exc: LiftlogError) -> None:
         """Fail everything parked or queued (leadership lost, offline, closing)."""
+        self._uncommitted.clear()
         self._acks.purgatory.fail_all(exc)
         queued, self._queue = self._queue, []
         for req in queued:
@@ -370,6 +405,7 @@ class LeaderWritePath:
         hw = self._hooks.log.high_watermark
         self._acks.after_append(sequenced, end, hw, self._partition.isr_ok)
         if batches:
+            self._uncommitted.append((end, self._clock.monotonic_s()))
             size = self._count(batches, end - start)
             self._hooks.on_cycle_written(start, end, size)
             if not durable:
@@ -395,6 +431,8 @@ class LeaderWritePath:
         if fsync_error is not None:
             self._fsync_failed(cycle.sequenced, fsync_error)
             return False
+        if inline_fsync:
+            self._log_flush.observe(self._inline_fsync_s)
         return True
 
     def _append_cycle(
@@ -411,10 +449,13 @@ class LeaderWritePath:
         log_.append_many(batches, verify_crc=False)
         loop.call_soon_threadsafe(self._hooks.on_appended, batches)
         if fsync:
+            started = time.perf_counter()
             try:
                 log_.flush()
             except (OSError, LiftlogError) as exc:
                 return exc
+            # read by the loop once this call returns (the writer awaits it before the next)
+            self._inline_fsync_s = time.perf_counter() - started
         return None
 
     def _append_failed(
@@ -467,7 +508,9 @@ class LeaderWritePath:
                 return  # close() flushes
             self._flushing = True
             try:
-                await loop.run_in_executor(None, self._hooks.log.flush)
+                self._log_flush.observe(
+                    await loop.run_in_executor(None, _timed_flush, self._hooks.log)
+                )
             except (OSError, LiftlogError) as exc:
                 self._hooks.go_offline(f"log fsync failed: {exc}")
                 await self.send_acks()
@@ -476,3 +519,10 @@ class LeaderWritePath:
                 self._flushing = False
             self._hooks.on_flushed(self._clock.now_ms())
             await self.send_acks()
+
+
+def _timed_flush(log_: PartitionLog) -> float:
+    """Worker thread: fsync the log; how long it took (observed back on the loop)."""
+    started = time.perf_counter()
+    log_.flush()
+    return time.perf_counter() - started

@@ -112,8 +112,23 @@ class ReplicaManager:
         rate = config.reassignment_throttle_bytes_per_s
         self._throttle = ReplicationThrottle(rate) if rate > 0 else None
         self._adding: set[tuple[str, int]] = set()
+        metrics.under_replicated.set_function(self.under_replicated_count)
+        metrics.under_min_isr.set_function(self.under_min_isr_count)
 
     # ----------------------------------------------------------------- lookups
+
+    def under_replicated_count(self) -> int:
+        """Partitions this node leads whose ISR lacks one of their replicas (Kafka's
+        UnderReplicatedPartitions: counted by the leader, so each partition counts once)."""
+        return sum(
+            1
+            for r in self.replicas.values()
+            if r.state.is_leader and len(r.state.isr) < len(r.state.replicas)
+        )
+
+    def under_min_isr_count(self) -> int:
+        """Partitions this node leads that refuse acks=all: |ISR| < min ISR."""
+        return sum(1 for r in self.replicas.values() if r.state.is_leader and not r.state.isr_ok)
 
     def replica(self, stream: str, partition: int) -> PartitionReplica:
         view = self.streams.get(stream)

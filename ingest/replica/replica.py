@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Final
 
@@ -279,7 +279,12 @@ class PartitionReplica:
             self.state.lift_isr_fence()  # a newer state (a new epoch) is the re-read it awaited
             await self._become_leader(nc, paused, cluster)
         elif role == ROLE_FOLLOWER:
-            self._fetcher = ReplicaFetcher(self.follower_path, nc, cluster)
+            self._fetcher = ReplicaFetcher(
+                self.follower_path,
+                nc,
+                cluster,
+                on_fetched=self._metrics.replica_fetch.labels(self.spec.name).observe,
+            )
             self._fetcher.start()
         log.info(
             "%s: %s at leader epoch %d (leader %d, ISR %s)",
@@ -451,8 +456,18 @@ class PartitionReplica:
                 self.writes.fail_parked(NotLeaderError(exc.message))
             return
         log.info("%s: ISR %s -> %s", self.state.name, self.state.isr, list(state.isr))
+        self._count_isr_change(self.state.isr, state.isr)
         self.state.apply_isr(state.isr, version)
         self.advance_high_watermark()
+
+    def _count_isr_change(self, old: Iterable[int], new: Iterable[int]) -> None:
+        """Kafka's IsrShrinksPerSec and IsrExpandsPerSec: a healthy cluster shows neither."""
+        before, after = set(old), set(new)
+        labels = (self.spec.name, str(self.partition))
+        if before - after:
+            self._metrics.isr_shrinks.labels(*labels).inc(len(before - after))
+        if after - before:
+            self._metrics.isr_expands.labels(*labels).inc(len(after - before))
 
     async def wait_for_append(self, wait_ms: int) -> None:
         """Wait until the leader appends (or ``wait_ms``): a follower's long poll at the LEO."""

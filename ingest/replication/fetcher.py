@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -106,10 +108,18 @@ class FollowerReplica(Protocol):
 
 
 class ReplicaFetcher:
-    def __init__(self, replica: FollowerReplica, nc: NatsClient, cluster: str) -> None:
+    def __init__(
+        self,
+        replica: FollowerReplica,
+        nc: NatsClient,
+        cluster: str,
+        on_fetched: Callable[[float], None] = lambda seconds: None,
+    ) -> None:
+        """``on_fetched`` is told the round trip of each fetch that brought records."""
         self._replica = replica
         self._nc = nc
         self._cluster = cluster
+        self._on_fetched = on_fetched
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._failed_in_a_row = 0  # fetches that failed since the last that did not
@@ -257,7 +267,9 @@ class ReplicaFetcher:
         )
         subject = fetch_subject(self._cluster, r.stream_name, r.partition, self.leader_id)
         sent_at = throttle.now() if throttle is not None else 0.0
+        started = time.perf_counter()
         msg = await self._nc.request(subject, req.encode(), timeout=fetch_timeout_s())
+        round_trip_s = time.perf_counter() - started
         meta_text = (msg.headers or {}).get(HEADER_FETCH_META)
         if meta_text is None:
             raise InvalidRequestError("fetch response without metadata")
@@ -279,6 +291,7 @@ class ReplicaFetcher:
         if meta.leader_epoch != self.leader_epoch:
             return False  # an answer from another leadership: ignore it
         if msg.data:
+            self._on_fetched(round_trip_s)
             await r.append_replicated(msg.data)
         r.follow_high_watermark(meta.high_watermark)
         await r.follow_log_start(meta.log_start_offset)

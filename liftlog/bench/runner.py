@@ -22,6 +22,7 @@ from liftlog.bench.compare.sides import PUBLISHER
 from liftlog.bench.compare.size_run import Connections, measure_size
 from liftlog.bench.compare.stack import BenchStack, bench_stack
 from liftlog.bench.compare.verdicts import verdicts
+from liftlog.bench.consume.fanout import DEFAULT_FANOUT, measure_fanout
 from liftlog.bench.jetstream.server import varz
 from liftlog.bench.publish.settings import ACK_TIMEOUT_S, DEFAULT_SIZES, BenchSettings
 from liftlog.bench.toolkit.machine import describe_machine
@@ -41,12 +42,14 @@ def run_bench(
     data_dir: str | Path | None = None,
     json_path: str | Path | None = None,
     replication: int = 1,
+    fanout: int = DEFAULT_FANOUT,
 ) -> int:
     """Run every measurement for every size in one embedded stack; print; write JSON.
 
     ``records`` is per measurement (producer batches send ``BATCH_RECORDS_FACTOR`` times as
     many; None means the line-up's default); ``data_dir`` keeps the stack's files (logs
-    included) for a post-mortem; ``replication=3`` compares Liftlog RF=3 with JetStream R3.
+    included) for a post-mortem; ``replication=3`` compares Liftlog RF=3 with JetStream R3;
+    ``fanout`` long polls are woken by one publish at the end (0: not measured).
     """
     lineup = LINEUPS.get(replication)
     if lineup is None:
@@ -54,6 +57,9 @@ def run_bench(
             f"liftlog bench: --replication must be one of {tuple(LINEUPS)}, got {replication}",
             file=sys.stderr,
         )
+        return 2
+    if fanout < 0:
+        print(f"liftlog bench: --fanout must be >= 0, got {fanout}", file=sys.stderr)
         return 2
     try:
         settings = lineup.settings(records, sizes)
@@ -63,7 +69,7 @@ def run_bench(
     progress = Progress()
     try:
         with data_root(data_dir) as root, bench_stack(root, progress, lineup) as stack:
-            result = asyncio.run(_measure_all(stack, lineup, settings, progress, root))
+            result = asyncio.run(_measure_all(stack, lineup, settings, progress, root, fanout))
             # before the nodes stop
             result.node_peak_rss_mb = {n: peak_rss_mb(p) for n, p in stack.node_pids().items()}
             result.machine["loadavg_at_end"] = loadavg()
@@ -82,7 +88,12 @@ def run_bench(
 
 
 async def _measure_all(
-    stack: BenchStack, lineup: Lineup, settings: BenchSettings, progress: Progress, root: Path
+    stack: BenchStack,
+    lineup: Lineup,
+    settings: BenchSettings,
+    progress: Progress,
+    root: Path,
+    fanout: int,
 ) -> BenchResult:
     nats_server = stack.standalone.nats
     nats_varz = varz(nats_server.monitor_url)
@@ -119,6 +130,9 @@ async def _measure_all(
         )
         for size in settings.sizes:
             result.sizes.append(await measure_size(conns, lineup, size, settings, progress))
+        if fanout > 0:
+            progress.say(f"fan-out: {fanout} long polls woken by one publish ...")
+            result.fanout = await measure_fanout(client, fanout)
     return result
 
 

@@ -8,6 +8,7 @@ from liftlog.cli.common import Subcommands
 
 DEFAULT_BENCH_SIZES = "100,1024"
 DEFAULT_BENCH_REPLICATION = 1
+DEFAULT_BENCH_FANOUT = 1000
 DEFAULT_DEMO_EVENTS = 5000
 
 
@@ -31,6 +32,13 @@ def add_bench_parser(sub: Subcommands) -> None:
         help="1: one node beside JetStream; 3: Liftlog RF=3 beside JetStream R3 "
         f"(default: {DEFAULT_BENCH_REPLICATION})",
     )
+    p.add_argument(
+        "--fanout",
+        type=int,
+        default=DEFAULT_BENCH_FANOUT,
+        help="REST long polls on one partition woken by one publish, measured last "
+        f"(default: {DEFAULT_BENCH_FANOUT}; 0: not measured)",
+    )
     p.add_argument("--data-dir", help="where the stacks keep data (default: a temporary directory)")
     p.add_argument("--json", help="also write the results to this file (default: none)")
     p.set_defaults(run=_bench)
@@ -46,6 +54,7 @@ def _bench(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         json_path=args.json,
         replication=args.replication,
+        fanout=args.fanout,
     )
 
 

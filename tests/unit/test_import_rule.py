@@ -24,7 +24,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "coordinator": CORE_THIRD_PARTY | {"spark_log", "coordinator", "kazoo"},
     "ingest": CORE_THIRD_PARTY
     | {"spark_log", "coordinator", "ingest"}
-    | {"fastapi", "fastapi_offline", "starlette", "pydantic", "uvicorn", "prometheus_client"},
+    | {"fastapi", "fastapi_offline", "starlette", "pydantic", "uvicorn", "prometheus_client"}
+    | {"uvloop"},  # the node's event loop, installed with uvicorn[standard]
     "datasource": CORE_THIRD_PARTY | {"spark_log", "datasource", "pyspark", "py4j"},
     "pyspark_liftlog": CORE_THIRD_PARTY | {"spark_log", "datasource", "pyspark"},
 }

@@ -14,6 +14,7 @@ from liftlog.bench.compare.lineup import Lineup
 from liftlog.bench.compare.results import BenchResult, SizeResult
 from liftlog.bench.compare.sides import PUBLISHER, Side
 from liftlog.bench.compare.verdicts import Verdict
+from liftlog.bench.consume.fanout import FanoutResult
 from liftlog.bench.publish.fire_forget import SUBSCRIBER_CPU, FireForget
 from liftlog.bench.publish.replica_check import StoredCheck
 from liftlog.bench.toolkit.payload import size_label
@@ -36,8 +37,19 @@ def render_report(result: BenchResult, lineup: Lineup, found: list[Verdict]) -> 
         parts.append(SizeTable(size, result, lineup).render())
         if size.fire_forget is not None:
             parts += ["", _fire_forget_table(size.fire_forget, result, lineup)]
+    if result.fanout is not None:
+        parts += ["", _fanout_line(result.fanout)]
     parts += ["", f"node peak RSS (VmHWM): {_rss(result)}", "", _targets_table(found)]
     return "\n".join(parts)
+
+
+def _fanout_line(fanout: FanoutResult) -> str:
+    wake = fanout.wake
+    return (
+        f"fan-out: {fanout.woken} of {fanout.pollers} REST long polls on one partition woken "
+        f"by one publish: p50 {num(wake.p50_ms)} ms, p99 {num(wake.p99_ms)} ms, "
+        f"max {num(wake.max_ms)} ms"
+    )
 
 
 class SizeTable:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from liftlog.bench.consume.fanout import FanoutResult
 from liftlog.bench.publish.fire_forget import FireForget
 from liftlog.bench.publish.replica_check import StoredCheck
 from liftlog.bench.toolkit.json_object import JsonObject
@@ -90,6 +91,7 @@ class BenchResult:
     notes: list[str] = field(default_factory=list)
     # Each side's replica processes (node-1 ..., bench-r3-1 ...), for the CPU figures.
     replica_names: dict[str, list[str]] = field(default_factory=dict)
+    fanout: FanoutResult | None = None
 
     def to_json(self, verdicts: list[JsonObject]) -> JsonObject:
         body: JsonObject = {
@@ -102,6 +104,8 @@ class BenchResult:
         }
         if self.replication_factor > 1:
             body["replicas"] = self.replica_names
+        if self.fanout is not None:
+            body["fanout"] = self.fanout.to_json()
         return body
 
     def _rss_json(self) -> float | dict[str, float]:

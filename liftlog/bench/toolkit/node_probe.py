@@ -32,15 +32,22 @@ def high_watermark(rest: RestClient, stream: str, partition: int = 0) -> int:
 
 def slow_consumer_drops(api_url: str, stream: str) -> int:
     """The node's ``liftlog_slow_consumer_drops_total`` summed over the stream's partitions."""
+    return int(metric_total(api_url, SLOW_CONSUMER_METRIC, stream=stream))
+
+
+def metric_total(api_url: str, name: str, **labels: str) -> float:
+    """A metric of the node's ``/metrics`` summed over the series whose labels include
+    ``labels`` (0 when it has none)."""
     try:
         with urllib.request.urlopen(f"{api_url}/metrics", timeout=PROBE_TIMEOUT_S) as resp:
             text = resp.read().decode()
     except (urllib.error.URLError, OSError) as exc:
         raise BenchError(f"cannot read {api_url}/metrics: {exc}") from exc
-    pattern = re.compile(
-        rf'^{SLOW_CONSUMER_METRIC}{{[^}}]*stream="{re.escape(stream)}"[^}}]*}} (\S+)$', re.M
-    )
-    return int(sum(float(value) for value in pattern.findall(text)))
+    found = 0.0
+    for series, value in re.findall(rf"^{re.escape(name)}(\{{[^}}]*\}})? (\S+)$", text, re.M):
+        if all(f'{k}="{v}"' in series for k, v in labels.items()):
+            found += float(value)
+    return found
 
 
 def peak_rss_mb(pid: int) -> float:

@@ -52,3 +52,35 @@ async def test_a_long_poll_returns_when_the_high_watermark_moves(log: PartitionL
     reads.signal_high_watermark()
     result = await asyncio.wait_for(poll, LONG_POLL_MS / 1000)
     assert [r.value for r in result.records] == [b"v3", b"v4"]
+
+
+class CountingLog:
+    """The log, counting its reads (what woken readers share)."""
+
+    def __init__(self, log: PartitionLog) -> None:
+        self._log = log
+        self.reads = 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._log, name)
+
+    def read(self, *args: int) -> bytes:
+        self.reads += 1
+        return self._log.read(*args)
+
+
+async def test_readers_woken_by_one_move_share_one_read(log: PartitionLog):
+    counting = CountingLog(log)
+    reads = ReadPath("s/0", lambda: counting, NodeMetrics())
+    polls = [asyncio.ensure_future(reads.fetch(3, 100, 1 << 20, LONG_POLL_MS)) for _ in range(50)]
+    other = asyncio.ensure_future(reads.fetch(3, 1, 1 << 20, LONG_POLL_MS))  # asks for less
+    await one_loop_turn()
+    polls[0].cancel()  # a reader that goes away does not cancel the read of the others
+    log.set_high_watermark(5)
+    reads.signal_high_watermark()
+    results = await asyncio.wait_for(asyncio.gather(*polls[1:]), LONG_POLL_MS / 1000)
+    assert all([r.value for r in res.records] == [b"v3", b"v4"] for res in results)
+    assert [r.value for r in (await other).records] == [b"v3"]
+    assert counting.reads == 2  # one per distinct request, not one per reader
+    await reads.fetch(3, 100, 1 << 20, 0)  # a reader that did not wait reads for itself
+    assert counting.reads == 3

@@ -1,0 +1,1 @@
+"""Consumer-side measurements: many waiting readers woken by one publish."""
