@@ -26,6 +26,7 @@ from tests.support.waiting import wait_for
 SMOKE_RECORDS = 2000
 SMOKE_SIZE = 100
 SIDES = ("liftlog", "jetstream", "jetstream_sync_always")
+SMOKE_FANOUT = 50
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -35,7 +36,10 @@ def bench_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, list]:
     """One smoke run for the module; also the children it left behind (should be none)."""
     before = set(live_children())  # other fixtures' servers may be running in this session
     out = tmp_path_factory.mktemp("bench") / "results.json"
-    assert run_bench(records=SMOKE_RECORDS, sizes=[SMOKE_SIZE], json_path=out) == 0
+    assert (
+        run_bench(records=SMOKE_RECORDS, sizes=[SMOKE_SIZE], json_path=out, fanout=SMOKE_FANOUT)
+        == 0
+    )
     leftovers = [c for c in live_children() if c not in before]
     return json.loads(Path(out).read_text()), leftovers
 
@@ -94,6 +98,13 @@ def test_fire_and_forget_loses_nothing(bench_json):
     assert ff["cpu_percent"]["subscriber"] > 0
 
 
+def test_fanout_wakes_every_long_poll(bench_json):
+    fanout = bench_json["fanout"]
+    assert fanout["pollers"] == fanout["woken"] == SMOKE_FANOUT
+    wake = fanout["wake"]
+    assert wake["failed"] == 0 and 0 < wake["p50_ms"] <= wake["p99_ms"] <= wake["max_ms"]
+
+
 def test_node_rss_and_targets(bench_json):
     assert bench_json["node_peak_rss_mb"] > 0
     assert bench_json["machine"]["cpus"] >= 1
@@ -114,7 +125,11 @@ def test_replicated_mode_reports_every_figure_and_loses_nothing(tmp_path):
     out = tmp_path / "results-rf3.json"
     assert (
         run_bench(
-            records=REPLICATED_SMOKE_RECORDS, sizes=[SMOKE_SIZE], json_path=out, replication=3
+            records=REPLICATED_SMOKE_RECORDS,
+            sizes=[SMOKE_SIZE],
+            json_path=out,
+            replication=3,
+            fanout=SMOKE_FANOUT,
         )
         == 0
     )
@@ -142,6 +157,7 @@ def test_replicated_mode_reports_every_figure_and_loses_nothing(tmp_path):
     assert result["per_message_ratio_liftlog_to_jetstream"] > 0
     assert sorted(body["node_peak_rss_mb"]) == ["node-1", "node-2", "node-3"]
     assert body["targets"] and all(isinstance(t["met"], bool) for t in body["targets"])
+    assert body["fanout"]["woken"] == SMOKE_FANOUT  # the polls went to the partition's leader
 
 
 # ------------------------------------------------------------------ benchmark scripts (bench/)
