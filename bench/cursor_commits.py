@@ -35,6 +35,7 @@ from nats.js.kv import KeyValue
 from liftlog.bench.jetstream.server import varz
 from liftlog.bench.toolkit.json_object import JsonObject
 from liftlog.bench.toolkit.machine import describe_machine
+from liftlog.bench.toolkit.node_probe import isr_changes
 from liftlog.bench.toolkit.plumbing import data_root, loadavg, write_json
 from liftlog.bench.toolkit.progress import Progress
 from liftlog.bench.toolkit.spread import Spread
@@ -128,7 +129,8 @@ async def bench(stack: Standalone, args: argparse.Namespace, progress: Progress)
         finally:
             await nc.close()
         lost = await check_stored(client, args)
-    return {"runs": runs, "not_stored": lost}
+    changes = await asyncio.to_thread(isr_changes, [n.api_url for n in stack.nodes])
+    return {"runs": runs, "not_stored": lost, "isr_changes": changes}
 
 
 def summarize(runs: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, Spread]]:
@@ -189,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(result["runs"])
     print(render(summary, args))
     print(f"runs: {args.runs}; not stored: {result['not_stored'] or 'none'}")
+    changes = result["isr_changes"]
+    print(f"ISR changes: {changes['shrinks']} shrinks, {changes['expands']} expands")
     if args.json:
         body = {
             "machine": describe_machine(version),
@@ -199,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             },
             "runs": result["runs"],
             "not_stored": result["not_stored"],
+            "isr_changes": result["isr_changes"],
         }
         print(f"results: {write_json(args.json, body)}")
     return 1 if result["not_stored"] else 0

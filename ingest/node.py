@@ -33,6 +33,7 @@ from ingest.api.server import ApiServer
 from ingest.clock import SYSTEM_CLOCK, Clock
 from ingest.metrics import NodeMetrics
 from ingest.nats_connect import nats_connect_options
+from ingest.peer_calls import call_peer
 from ingest.replica.manager import ReplicaManager
 from ingest.security.node_auth import NodeAuth
 from ingest.security.node_credentials import outgoing_credentials, prepare_node_credentials
@@ -246,7 +247,7 @@ class IngestNode:
         url = await self.controller_api_url()
         if url is None:
             raise UnavailableError("no controller is elected")
-        response = await asyncio.to_thread(
+        response = await call_peer(
             RestClient(
                 url, CONTROLLED_SHUTDOWN_TIMEOUT_S, outgoing_credentials(self.config)
             ).request,

@@ -7,10 +7,9 @@ The controller moves each partition's leadership back to its preferred replica (
 
 from __future__ import annotations
 
-import asyncio
-
 from coordinator.preferred_leader import PreferredOutcome, preferred_replica
 from ingest.admin.node_view import NodeView
+from ingest.peer_calls import call_peer
 from ingest.security.node_credentials import outgoing_credentials
 from spark_log.api_models import PreferredElection, PreferredLeader
 from spark_log.client.rest import RestClient
@@ -27,7 +26,7 @@ async def elect_preferred(node: NodeView, stream: str, partition: int | None) ->
     if url is None:
         raise UnavailableError("no controller is elected")
     params = {} if partition is None else {"partition": partition}
-    response = await asyncio.to_thread(
+    response = await call_peer(
         RestClient(url, credentials=outgoing_credentials(node.config)).request,
         "POST",
         f"/v1/streams/{stream}/elect-preferred",

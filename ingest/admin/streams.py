@@ -19,6 +19,7 @@ from ingest.admin.limits import check_growth_limits, check_stream_limits
 from ingest.admin.node_view import NodeView
 from ingest.admin.unclean_loss import assess_loss
 from ingest.lake.exporter import in_lake_thread
+from ingest.peer_calls import call_peer
 from ingest.replication.follower_path import LeaderReport
 from ingest.replication.storage_stall import StorageStall
 from ingest.security.node_credentials import outgoing_credentials
@@ -292,7 +293,7 @@ async def _flush_on_leader(
     if leader == NO_LEADER or url is None:
         raise UnavailableError(f"{name}/{p} has no live leader to flush it")
     timeout_s = node.config.lake.flush_timeout_s + FLUSH_FORWARD_MARGIN_S
-    response = await asyncio.to_thread(
+    response = await call_peer(
         RestClient(url, timeout_s, outgoing_credentials(node.config)).request,
         "POST",
         f"/v1/streams/{name}/partitions/{p}/flush",
@@ -422,7 +423,7 @@ async def _replica_view(
     if url is None:
         return None
     try:
-        body = await asyncio.to_thread(
+        body = await call_peer(
             RestClient(url, LEADER_VIEW_TIMEOUT_S, outgoing_credentials(node.config)).get_json,
             f"/v1/streams/{name}/partitions/{p}",
         )
@@ -447,7 +448,7 @@ async def _elect_unclean(
     url = await node.controller_api_url()
     if url is None:
         raise UnavailableError("no controller is elected")
-    response = await asyncio.to_thread(
+    response = await call_peer(
         RestClient(url, credentials=outgoing_credentials(node.config)).request,
         "POST",
         f"/v1/streams/{name}/partitions/{p}/unclean-election",

@@ -16,6 +16,7 @@ from urllib.parse import quote
 from coordinator.znodes import NO_LEADER, StreamRecord
 from ingest.admin.node_view import NodeView
 from ingest.groups.cursor_store import CursorStore, open_cursor_store
+from ingest.peer_calls import call_peer
 from ingest.replica.replica import PartitionReplica
 from ingest.security.node_credentials import outgoing_credentials
 from spark_log.api_models import CursorDeleted, CursorView
@@ -230,7 +231,7 @@ class CursorService:
     ) -> JsonValue:
         client = RestClient(url, FORWARD_TIMEOUT_S, outgoing_credentials(self._node.config))
         try:
-            response = await asyncio.to_thread(
+            response = await call_peer(
                 client.request, method, path, json_body=body, headers={HEADER_FORWARDED: "1"}
             )
         except UnavailableError:

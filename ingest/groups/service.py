@@ -33,6 +33,7 @@ from ingest.groups.cursor_store import CursorStore
 from ingest.groups.cursors import HEADER_FORWARDED, CursorService
 from ingest.groups.state import GroupLimits
 from ingest.groups.streams import GroupStreams
+from ingest.peer_calls import call_peer
 from ingest.security.node_credentials import outgoing_credentials
 from spark_log.api_models import (
     GroupCommitted,
@@ -125,7 +126,7 @@ class GroupService:
         params: Mapping[str, str | None] | None = None,
     ) -> JsonValue:
         client = RestClient(url, FORWARD_TIMEOUT_S, outgoing_credentials(self._node.config))
-        response = await asyncio.to_thread(
+        response = await call_peer(
             client.request,
             method,
             path,

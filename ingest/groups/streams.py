@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ingest.admin import streams as admin
 from ingest.admin.node_view import NodeView
+from ingest.peer_calls import call_peer
 from ingest.security.node_credentials import outgoing_credentials
 from spark_log.api_models import FetchResponse, PartitionState
 from spark_log.client.rest import RestClient
@@ -80,7 +81,7 @@ class GroupStreams:
             raise UnavailableError(f"{stream}/{state.partition} has no live leader")
         client = RestClient(url, LEADER_TIMEOUT_S, outgoing_credentials(self._node.config))
         path = f"/v1/streams/{stream}/partitions/{state.partition}/records"
-        response = await asyncio.to_thread(
+        response = await call_peer(
             client.get_json, path, params={"timestamp": ts_ms, "max_records": 1}
         )
         fetched = FetchResponse.from_json(response)

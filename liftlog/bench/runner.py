@@ -26,7 +26,7 @@ from liftlog.bench.consume.fanout import DEFAULT_FANOUT, measure_fanout
 from liftlog.bench.jetstream.server import varz
 from liftlog.bench.publish.settings import ACK_TIMEOUT_S, DEFAULT_SIZES, BenchSettings
 from liftlog.bench.toolkit.machine import describe_machine
-from liftlog.bench.toolkit.node_probe import peak_rss_mb
+from liftlog.bench.toolkit.node_probe import isr_changes, peak_rss_mb
 from liftlog.bench.toolkit.plumbing import data_root, loadavg, nats_connection, write_json
 from liftlog.bench.toolkit.progress import Progress
 from spark_log.client import Client
@@ -72,6 +72,7 @@ def run_bench(
             result = asyncio.run(_measure_all(stack, lineup, settings, progress, root, fanout))
             # before the nodes stop
             result.node_peak_rss_mb = {n: peak_rss_mb(p) for n, p in stack.node_pids().items()}
+            result.isr_changes = isr_changes(stack.api_urls)
             result.machine["loadavg_at_end"] = loadavg()
             progress.say("stopping every process the benchmark started ...")
         progress.say("stopped")  # a slow stop (a node's controlled shutdown) shows up here

@@ -39,6 +39,13 @@ def render_report(result: BenchResult, lineup: Lineup, found: list[Verdict]) -> 
             parts += ["", _fire_forget_table(size.fire_forget, result, lineup)]
     if result.fanout is not None:
         parts += ["", _fanout_line(result.fanout)]
+    if result.isr_changes:
+        changes = result.isr_changes
+        parts += [
+            "",
+            f"ISR changes during the run: {changes['shrinks']} shrinks, "
+            f"{changes['expands']} expands",
+        ]
     parts += ["", f"node peak RSS (VmHWM): {_rss(result)}", "", _targets_table(found)]
     return "\n".join(parts)
 

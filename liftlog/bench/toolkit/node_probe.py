@@ -35,6 +35,19 @@ def slow_consumer_drops(api_url: str, stream: str) -> int:
     return int(metric_total(api_url, SLOW_CONSUMER_METRIC, stream=stream))
 
 
+ISR_SHRINKS_METRIC = "liftlog_isr_shrinks_total"
+ISR_EXPANDS_METRIC = "liftlog_isr_expands_total"
+
+
+def isr_changes(api_urls: list[str]) -> dict[str, int]:
+    """ISR shrinks and expands the nodes counted since they started (both 0 on a healthy
+    cluster: a benchmark that shrinks an ISR has found a defect, not a cost)."""
+    return {
+        "shrinks": int(sum(metric_total(url, ISR_SHRINKS_METRIC) for url in api_urls)),
+        "expands": int(sum(metric_total(url, ISR_EXPANDS_METRIC) for url in api_urls)),
+    }
+
+
 def metric_total(api_url: str, name: str, **labels: str) -> float:
     """A metric of the node's ``/metrics`` summed over the series whose labels include
     ``labels`` (0 when it has none)."""

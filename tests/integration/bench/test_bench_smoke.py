@@ -158,6 +158,7 @@ def test_replicated_mode_reports_every_figure_and_loses_nothing(tmp_path):
     assert sorted(body["node_peak_rss_mb"]) == ["node-1", "node-2", "node-3"]
     assert body["targets"] and all(isinstance(t["met"], bool) for t in body["targets"])
     assert body["fanout"]["woken"] == SMOKE_FANOUT  # the polls went to the partition's leader
+    assert body["isr_changes"] == {"shrinks": 0, "expands": 0}
 
 
 # ------------------------------------------------------------------ benchmark scripts (bench/)
@@ -412,6 +413,7 @@ def test_cursor_commit_bench_reports_both_sides(tmp_path):
         "1",
     )
     assert body["not_stored"] == []
+    assert body["isr_changes"] == {"shrinks": 0, "expands": 0}  # concurrent commits, healthy ISR
     for side in ("liftlog cursors", "JetStream KV"):
         figures = body["summary"][side]
         for name in ("concurrent_per_s", "per_s", "p50_ms", "p99_ms"):

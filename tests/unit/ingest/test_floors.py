@@ -12,7 +12,7 @@ from __future__ import annotations
 from tests.support.imports import graph, modules
 
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("ingest.errors", "ingest.clock", "ingest.metrics", "ingest.histogram"),
+    ("ingest.errors", "ingest.clock", "ingest.metrics", "ingest.histogram", "ingest.peer_calls"),
     ("ingest.security",),
     ("ingest.replication",),
     ("ingest.lake",),
