@@ -55,6 +55,8 @@ from spark_log.log import RecoveryLoss
 from spark_log.stream_spec import StreamSpec, is_internal_stream
 
 LEADER_VIEW_TIMEOUT_S = 2.0
+TABLE_FALLBACK_TIMEOUT_S = 5.0
+"""How long a describe reads the lake table for offsets a leader could not give."""
 FLUSH_FORWARD_MARGIN_S = 10.0
 UNCLEAN_ELECTION_WARNING = (
     "every record the other replicas hold from where their logs diverge from the candidate's "
@@ -168,14 +170,18 @@ async def _fill_lake_offsets_from_table(
     uri: str, name: str, partitions: list[PartitionState], storage: LakeStorage
 ) -> list[PartitionState]:
     """Partitions whose leader could not say (offline, just elected, unreachable) get their
-    lake offsets from the table itself, the source of truth (left null if it cannot be read)."""
+    lake offsets from the table itself, the source of truth. They are left null if the table
+    cannot be read within ``TABLE_FALLBACK_TIMEOUT_S``: during an object-store outage a read
+    waits for the store's own timeouts, and a describe must answer before its caller gives up.
+    """
     if all(p.lake_offset is not None for p in partitions):
         return partitions
     table = LakeTable(uri, name, storage)
     try:
-        offsets = await in_lake_thread(table.exported_offsets, len(partitions))
-        firsts = await in_lake_thread(table.first_offsets, len(partitions))
-    except LiftlogError:
+        async with asyncio.timeout(TABLE_FALLBACK_TIMEOUT_S):
+            offsets = await in_lake_thread(table.exported_offsets, len(partitions))
+            firsts = await in_lake_thread(table.first_offsets, len(partitions))
+    except (LiftlogError, TimeoutError):
         return partitions
     return [
         p if p.lake_offset is not None else _with_table_offsets(p, offsets, firsts)

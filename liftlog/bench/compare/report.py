@@ -15,6 +15,7 @@ from liftlog.bench.compare.results import BenchResult, SizeResult
 from liftlog.bench.compare.sides import PUBLISHER, Side
 from liftlog.bench.compare.verdicts import Verdict
 from liftlog.bench.consume.fanout import FanoutResult
+from liftlog.bench.consume.reads import READ_TITLES
 from liftlog.bench.publish.fire_forget import SUBSCRIBER_CPU, FireForget
 from liftlog.bench.publish.replica_check import StoredCheck
 from liftlog.bench.toolkit.payload import size_label
@@ -37,6 +38,8 @@ def render_report(result: BenchResult, lineup: Lineup, found: list[Verdict]) -> 
         parts.append(SizeTable(size, result, lineup).render())
         if size.fire_forget is not None:
             parts += ["", _fire_forget_table(size.fire_forget, result, lineup)]
+        if size.reads:
+            parts += ["", _reads_table(size)]
     if result.fanout is not None:
         parts += ["", _fanout_line(result.fanout)]
     if result.isr_changes:
@@ -48,6 +51,16 @@ def render_report(result: BenchResult, lineup: Lineup, found: list[Verdict]) -> 
         ]
     parts += ["", f"node peak RSS (VmHWM): {_rss(result)}", "", _targets_table(found)]
     return "\n".join(parts)
+
+
+def _reads_table(size: SizeResult) -> str:
+    records = max(t.records for t in size.reads.values())
+    headers = [f"reading {records:,} stored records back", "records/s", "MB/s"]
+    rows = [
+        [READ_TITLES.get(key, key), num(t.records_per_s), f"{t.mb_per_s:.2f}"]
+        for key, t in size.reads.items()
+    ]
+    return render_table(headers, rows)
 
 
 def _fanout_line(fanout: FanoutResult) -> str:

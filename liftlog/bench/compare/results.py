@@ -34,6 +34,8 @@ class SizeResult:
     stored: dict[str, StoredCheck] = field(default_factory=dict)
     # Leader of each side's stream when it was created (the stored check has it at the end).
     leaders: dict[str, str] = field(default_factory=dict)
+    # Stored records read back, by reader (Liftlog's client, REST Arrow, JetStream pull).
+    reads: dict[str, Throughput] = field(default_factory=dict)
 
     @property
     def per_message_ratio(self) -> float:
@@ -55,6 +57,8 @@ class SizeResult:
         body = self._acked_json()
         if self.fire_forget is not None:
             body["fire_and_forget"] = self.fire_forget.to_json()
+        if self.reads:
+            body["consumer_reads"] = {k: v.to_json() for k, v in self.reads.items()}
         if self.stored:
             body["stored"] = {k: v.to_json() for k, v in self.stored.items()}
             body["leaders_at_start"] = self.leaders

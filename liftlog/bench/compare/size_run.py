@@ -18,6 +18,15 @@ from nats.js import JetStreamContext
 from liftlog.bench.compare.lineup import Lineup
 from liftlog.bench.compare.results import SizeResult
 from liftlog.bench.compare.sides import Side
+from liftlog.bench.consume.leader import leader_url
+from liftlog.bench.consume.reads import (
+    READ_ARROW,
+    READ_CLIENT,
+    READ_PULL,
+    read_arrow,
+    read_jetstream,
+    read_with_client,
+)
 from liftlog.bench.jetstream.server import create_js_stream_when_ready
 from liftlog.bench.publish.acked import measure_acked
 from liftlog.bench.publish.batches import measure_batches
@@ -94,6 +103,7 @@ async def measure_size(
     rounds = await acked_rounds(run, pubs, value)
     batches, per_batch = await producer_batches(run, value)
     latency = await latencies(run, pubs, value)
+    reads = await consumer_reads(run)
     result = SizeResult(
         size,
         lineup.liftlog.key,
@@ -104,6 +114,7 @@ async def measure_size(
         per_batch,
         latency,
         leaders=leaders,
+        reads=reads,
     )
     if lineup.replicated:
         progress.say(f"{run.label}: checking what each side stored against what it acked ...")
@@ -111,6 +122,24 @@ async def measure_size(
     else:
         result.fire_forget = await fire_and_forget(run, value)
     return result
+
+
+async def consumer_reads(run: SizeRun) -> dict[str, Throughput]:
+    """``records`` stored records read back: Liftlog through the client and as REST Arrow,
+    the reference JetStream side through a pull consumer."""
+    records, size, client = run.settings.records, run.size, run.conns.client
+    stream = run.stream(run.lineup.liftlog)
+    run.progress.say(f"{run.label}: reading {records:,} stored records back on each side ...")
+    reads = {
+        READ_CLIENT: await read_with_client(client, stream, records, size),
+        READ_ARROW: await read_arrow(await leader_url(client, stream), stream, records, size),
+    }
+    reference = run.lineup.reference
+    js = run.conns.jetstreams.get(reference.key)
+    if js is not None:
+        js_stream, subject = reference.stream_for(size)
+        reads[READ_PULL] = await read_jetstream(js, js_stream, subject, records, size)
+    return reads
 
 
 async def open_streams(run: SizeRun) -> dict[str, Publisher]:

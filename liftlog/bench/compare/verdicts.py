@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 
 from liftlog.bench.compare.lineup import Lineup
 from liftlog.bench.compare.results import BenchResult, SizeResult
+from liftlog.bench.consume.reads import READ_ARROW, READ_CLIENT, READ_PULL, READ_TITLES
 from liftlog.bench.publish.fire_forget import FireForget
 from liftlog.bench.toolkit.json_object import JsonObject
 from liftlog.bench.toolkit.payload import size_label
@@ -19,6 +20,7 @@ PER_MESSAGE_TARGET_RATIO = 1.0
 BATCH_TARGET_RATIO = 10.0
 FIRE_FORGET_TARGET_RATIO = 0.5
 RSS_TARGET_MB = 300.0
+READ_TARGET_RATIO = 1.0
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ def verdicts(result: BenchResult, lineup: Lineup) -> list[Verdict]:
             found += _fire_forget_verdicts(size.fire_forget, size_label(size.record_bytes))
         if size.stored:
             found += _replica_verdicts(size, lineup)
+        found += _read_verdicts(size)
     if result.node_peak_rss_mb:
         peak = max(result.node_peak_rss_mb.values())
         nodes = len(result.node_peak_rss_mb)
@@ -68,6 +71,28 @@ def _acked_verdicts(size: SizeResult, lineup: Lineup) -> list[Verdict]:
             size.batch_ratio >= BATCH_TARGET_RATIO,
         ),
     ]
+
+
+def _read_verdicts(size: SizeResult) -> list[Verdict]:
+    """Each Liftlog reader at least as fast as the JetStream pull consumer (when measured)."""
+    pull = size.reads.get(READ_PULL)
+    if pull is None or pull.records_per_s <= 0:
+        return []
+    label = size_label(size.record_bytes)
+    found = []
+    for key in (READ_CLIENT, READ_ARROW):
+        ours = size.reads.get(key)
+        if ours is not None:
+            ratio = ours.records_per_s / pull.records_per_s
+            found.append(
+                Verdict(
+                    f"{READ_TITLES[key]} >= JetStream pull consumer",
+                    label,
+                    f"{ratio:.2f}x",
+                    ratio >= READ_TARGET_RATIO,
+                )
+            )
+    return found
 
 
 def _fire_forget_verdicts(ff: FireForget, label: str) -> list[Verdict]:

@@ -13,6 +13,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 
+from liftlog.bench.consume.leader import leader_url
 from liftlog.bench.consume.long_poll import LongPoll, PollAnswer
 from liftlog.bench.errors import BenchError
 from liftlog.bench.toolkit.json_object import JsonObject
@@ -43,8 +44,8 @@ class FanoutResult:
 
 async def measure_fanout(client: Client, pollers: int) -> FanoutResult:
     """``pollers`` long polls on one partition's leader, woken by one acks=all publish."""
-    created = await client.create_stream(FANOUT_STREAM, f"bench.fanout.{pollers}")
-    api_url = (await client.cluster()).api_urls()[created.partition(0).leader]
+    await client.create_stream(FANOUT_STREAM, f"bench.fanout.{pollers}")
+    api_url = await leader_url(client, FANOUT_STREAM)
     first = await client.publish(FANOUT_STREAM, b"before", ack_policy="all")
     if first is None:
         raise BenchError("the first fan-out record was not acknowledged")

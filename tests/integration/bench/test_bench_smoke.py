@@ -98,6 +98,18 @@ def test_fire_and_forget_loses_nothing(bench_json):
     assert ff["cpu_percent"]["subscriber"] > 0
 
 
+def test_stored_records_are_read_back_by_every_reader(bench_json):
+    (result,) = bench_json["results"]
+    reads = result["consumer_reads"]
+    assert set(reads) == {
+        "liftlog_client_subscribe",
+        "liftlog_rest_arrow",
+        "jetstream_pull_consumer",
+    }
+    for reader, figures in reads.items():
+        assert figures["records"] == SMOKE_RECORDS and figures["records_per_s"] > 0, reader
+
+
 def test_fanout_wakes_every_long_poll(bench_json):
     fanout = bench_json["fanout"]
     assert fanout["pollers"] == fanout["woken"] == SMOKE_FANOUT
@@ -158,6 +170,9 @@ def test_replicated_mode_reports_every_figure_and_loses_nothing(tmp_path):
     assert sorted(body["node_peak_rss_mb"]) == ["node-1", "node-2", "node-3"]
     assert body["targets"] and all(isinstance(t["met"], bool) for t in body["targets"])
     assert body["fanout"]["woken"] == SMOKE_FANOUT  # the polls went to the partition's leader
+    reads = result["consumer_reads"]  # from the leader, whichever node that is
+    assert reads["liftlog_rest_arrow"]["records"] == REPLICATED_SMOKE_RECORDS
+    assert reads["jetstream_pull_consumer"]["records"] == REPLICATED_SMOKE_RECORDS
     assert body["isr_changes"] == {"shrinks": 0, "expands": 0}
 
 
