@@ -147,8 +147,7 @@ def _run_standalone(args: argparse.Namespace) -> int:
         _say(f"{name:<14} {url}")
     if stack.nodes and not stack.nodes[0].config.auth.enabled:
         _say(f"{'auth':<14} disabled: anyone may do anything (--secure turns it on)")
-    _say("ready; Ctrl-C stops everything")
-    stack.run_forever()
+    stack.run_forever(on_ready=lambda: _say("ready; Ctrl-C stops everything"))
     return 0
 
 

@@ -343,8 +343,12 @@ class Standalone(StartStop):
         client certificate (the CLI prints them once, at start); empty otherwise."""
         return self.secure.client_lines() if self.secure else []
 
-    def run_forever(self) -> None:
+    def run_forever(self, on_ready: Callable[[], None] = lambda: None) -> None:
         """Block until SIGINT/SIGTERM, then stop everything (the CLI's foreground mode).
+
+        ``on_ready`` is called once both signals are handled: a "ready" announced there
+        promises that a stop request from then on stops everything cleanly (announced before,
+        a SIGTERM in between would kill the launcher with its default action).
 
         A node that exits is restarted with exponential backoff (``restarts``), each restart
         reported. With ``ha`` so is a NATS server, a ZooKeeper server or SeaweedFS: two of
@@ -362,6 +366,7 @@ class Standalone(StartStop):
 
         previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
+            on_ready()
             self._watch_until(signalled)
         finally:
             for signum, handler in previous.items():

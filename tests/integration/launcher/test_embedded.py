@@ -42,8 +42,8 @@ _STANDALONE = """
 import sys
 from liftlog.embedded import Standalone
 standalone = Standalone(0, sys.argv[1], int(sys.argv[2]), int(sys.argv[3])).start()
-print(f"ready nats={standalone.nats.pid} zookeeper={standalone.zookeeper.pid}", flush=True)
-standalone.run_forever()
+ready = f"ready nats={standalone.nats.pid} zookeeper={standalone.zookeeper.pid}"
+standalone.run_forever(on_ready=lambda: print(ready, flush=True))
 print("stopped", flush=True)
 """
 _LEAVES_A_CHILD = """

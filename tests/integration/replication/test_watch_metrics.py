@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from spark_log.client import Client
 from tests.integration.conftest import create_stream, node_client
@@ -20,13 +21,19 @@ LAG_S = 1.5
 RECORDS = 20
 
 
-async def test_a_healthy_cluster_shows_latencies_and_no_isr_change(make_node, stream_name):
+def _leader_and_follower(make_node: Any, stream: str) -> tuple[Any, Any]:
+    """Two nodes and a stream replicated on both (min ISR 2): its leader and its follower."""
     nodes = [make_node(i, replica_lag_time_max_s=LAG_S) for i in (1, 2)]
     with node_client(nodes[0].api_url) as api:
-        created = create_stream(api, stream_name, replication_factor=2, min_isr=2)
+        created = create_stream(api, stream, replication_factor=2, min_isr=2)
     leader_id = created["partitions"][0]["leader"]
     leader = next(n for n in nodes if n.broker_id == leader_id)
     follower = next(n for n in nodes if n.broker_id != leader_id)
+    return leader, follower
+
+
+async def test_a_healthy_cluster_shows_latencies_and_no_isr_change(make_node, stream_name):
+    leader, follower = _leader_and_follower(make_node, stream_name)
     async with Client(leader.api_url) as client:
         for i in range(RECORDS):
             await client.publish(stream_name, f"r{i}")
@@ -50,12 +57,7 @@ async def test_a_healthy_cluster_shows_latencies_and_no_isr_change(make_node, st
 
 
 async def test_a_stopped_follower_is_counted_out_of_the_isr_and_back(make_node, stream_name):
-    nodes = [make_node(i, replica_lag_time_max_s=LAG_S) for i in (1, 2)]
-    with node_client(nodes[0].api_url) as api:
-        created = create_stream(api, stream_name, replication_factor=2, min_isr=2)
-    leader_id = created["partitions"][0]["leader"]
-    leader = next(n for n in nodes if n.broker_id == leader_id)
-    follower = next(n for n in nodes if n.broker_id != leader_id)
+    leader, follower = _leader_and_follower(make_node, stream_name)
     mine = {"stream": stream_name}
     with node_client(leader.api_url) as api:
         follower.pause()  # SIGSTOP: it stops fetching, the leader shrinks it out
