@@ -58,6 +58,8 @@ log = logging.getLogger("liftlog.groups")
 GROUP_KEY_PREFIX = b"\0group\0"
 GROUP_CURSOR_PREFIX = "__group:"
 StreamFilter = Callable[[str], bool]
+PartitionStates = Callable[[str], Awaitable[list[PartitionState]]]
+"""Each partition of a stream with the offsets its leader reports."""
 MembershipEvents = Callable[[str, JsonObject], Awaitable[None]]
 """Told ``("group_join" | "group_leave", fields)`` once a membership change is written (the
 node records it in the activity stream)."""
@@ -405,7 +407,16 @@ class GroupCoordinator:
             for name, s in sorted(self._groups.items())
         ]
 
-    async def describe(self, group: str, broker_id: int, visible: StreamFilter) -> GroupDescription:
+    async def describe(
+        self,
+        group: str,
+        broker_id: int,
+        visible: StreamFilter,
+        partition_states: PartitionStates | None = None,
+    ) -> GroupDescription:
+        """``partition_states`` replaces the leaders' offsets read for this call alone (one
+        read per stream shared by many groups, as the lag metric does)."""
+        read_states = partition_states or self._streams.partition_states
         streams = self._streams_of(group)
         state = self._groups.get(group) or GroupState(group, limits=self._limits)
         owners = {
@@ -417,7 +428,7 @@ class GroupCoordinator:
             if facts is None:
                 continue
             try:
-                states = await self._streams.partition_states(name)
+                states = await read_states(name)
             except StreamNotFoundError:  # deleted since its facts were cached
                 continue
             for ps in states:

@@ -24,6 +24,7 @@ from ingest.admin.node_view import NodeView
 from ingest.groups.coordinator import (
     GROUP_CURSOR_PREFIX,
     GroupCoordinator,
+    PartitionStates,
     StreamFilter,
     group_cursor_id,
     now_ms,
@@ -46,6 +47,7 @@ from spark_log.api_models import (
     GroupSummary,
     MemberAssignment,
     MemberLeft,
+    PartitionState,
 )
 from spark_log.client.rest import RestClient
 from spark_log.errors import GroupManagedError, LiftlogError, NotLeaderError
@@ -316,6 +318,7 @@ class GroupService:
     async def _current_lags(self) -> dict[tuple[str, str, str], int]:
         lags: dict[tuple[str, str, str], int] = {}
         broker_id = self._node.config.broker_id
+        states = _once_per_stream(self._streams.partition_states)  # many groups, one stream
         for (stream, partition), replica in list(self._node.replicas.replicas.items()):
             if stream != CURSORS_STREAM or not replica.state.is_leader:
                 continue
@@ -327,7 +330,7 @@ class GroupService:
                 continue
             coordinator = self._coordinator(store)
             for group in sorted(coordinator.known_groups()):
-                described = await coordinator.describe(group, broker_id, lambda _: True)
+                described = await coordinator.describe(group, broker_id, lambda _: True, states)
                 for p in described.partitions:
                     if p.lag is not None:
                         lags[(group, p.stream, str(p.partition))] = p.lag
@@ -380,3 +383,15 @@ def _group_path(group: str) -> str:
 
 def _member_path(group: str, member_id: str) -> str:
     return f"{_group_path(group)}/members/{quote(member_id, safe='')}"
+
+
+def _once_per_stream(read: PartitionStates) -> PartitionStates:
+    """``read`` asked at most once per stream (a failed read is asked again)."""
+    found: dict[str, list[PartitionState]] = {}
+
+    async def states(stream: str) -> list[PartitionState]:
+        if stream not in found:
+            found[stream] = await read(stream)
+        return found[stream]
+
+    return states

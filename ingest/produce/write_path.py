@@ -449,13 +449,11 @@ class LeaderWritePath:
         log_.append_many(batches, verify_crc=False)
         loop.call_soon_threadsafe(self._hooks.on_appended, batches)
         if fsync:
-            started = time.perf_counter()
             try:
-                log_.flush()
+                # read by the loop once this call returns (the writer awaits it before the next)
+                self._inline_fsync_s = _timed_flush(log_)
             except (OSError, LiftlogError) as exc:
                 return exc
-            # read by the loop once this call returns (the writer awaits it before the next)
-            self._inline_fsync_s = time.perf_counter() - started
         return None
 
     def _append_failed(

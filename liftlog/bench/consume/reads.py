@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import urllib.request
 
 import pyarrow.ipc as ipc
 from nats.js import JetStreamContext
@@ -20,6 +19,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from liftlog.bench.errors import BenchError
 from liftlog.bench.toolkit.stats import Throughput
 from spark_log.client import Client
+from spark_log.client.rest import RestClient
 from spark_log.wire import ARROW_STREAM_MEDIA_TYPE
 
 READ_CLIENT = "liftlog_client_subscribe"
@@ -51,17 +51,15 @@ async def read_arrow(api_url: str, stream: str, records: int, size: int) -> Thro
 
 
 def _read_arrow(api_url: str, stream: str, records: int, size: int) -> Throughput:
+    rest = RestClient(api_url, FETCH_TIMEOUT_S)
+    path = f"/v1/streams/{stream}/partitions/0/records"
     started = time.perf_counter()
     count = 0
     deadline = started + READ_TIMEOUT_S
     while count < records and time.perf_counter() < deadline:
-        url = (
-            f"{api_url}/v1/streams/{stream}/partitions/0/records"
-            f"?offset={count}&max_records={min(READ_BATCH, records - count)}"
-        )
-        request = urllib.request.Request(url, headers={"Accept": ARROW_STREAM_MEDIA_TYPE})
-        with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT_S) as resp:
-            rows = ipc.open_stream(resp.read()).read_all().num_rows
+        params = {"offset": count, "max_records": min(READ_BATCH, records - count)}
+        resp = rest.request("GET", path, params=params, headers={"Accept": ARROW_STREAM_MEDIA_TYPE})
+        rows = ipc.open_stream(resp.body).read_all().num_rows
         if rows == 0:
             raise BenchError(f"{stream} holds {count} records, fewer than {records}")
         count += rows

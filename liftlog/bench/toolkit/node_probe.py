@@ -7,13 +7,15 @@ publisher's view, so "recorded" means committed by the leader.
 from __future__ import annotations
 
 import re
-import urllib.error
-import urllib.request
 from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
 from liftlog.bench.errors import BenchError
 from spark_log.api_models import StreamDescription
 from spark_log.client.rest import RestClient
+from spark_log.errors import LiftlogError
 
 PROBE_TIMEOUT_S = 5.0
 SLOW_CONSUMER_METRIC = "liftlog_slow_consumer_drops_total"
@@ -42,25 +44,34 @@ ISR_EXPANDS_METRIC = "liftlog_isr_expands_total"
 def isr_changes(api_urls: list[str]) -> dict[str, int]:
     """ISR shrinks and expands the nodes counted since they started (both 0 on a healthy
     cluster: a benchmark that shrinks an ISR has found a defect, not a cost)."""
+    scraped = [node_samples(url) for url in api_urls]
     return {
-        "shrinks": int(sum(metric_total(url, ISR_SHRINKS_METRIC) for url in api_urls)),
-        "expands": int(sum(metric_total(url, ISR_EXPANDS_METRIC) for url in api_urls)),
+        "shrinks": int(sum(_total(s, ISR_SHRINKS_METRIC) for s in scraped)),
+        "expands": int(sum(_total(s, ISR_EXPANDS_METRIC) for s in scraped)),
     }
 
 
 def metric_total(api_url: str, name: str, **labels: str) -> float:
     """A metric of the node's ``/metrics`` summed over the series whose labels include
     ``labels`` (0 when it has none)."""
+    return _total(node_samples(api_url), name, **labels)
+
+
+def node_samples(api_url: str) -> list[Sample]:
+    """Every sample of the node's ``/metrics``, parsed by Prometheus's own parser."""
     try:
-        with urllib.request.urlopen(f"{api_url}/metrics", timeout=PROBE_TIMEOUT_S) as resp:
-            text = resp.read().decode()
-    except (urllib.error.URLError, OSError) as exc:
-        raise BenchError(f"cannot read {api_url}/metrics: {exc}") from exc
-    found = 0.0
-    for series, value in re.findall(rf"^{re.escape(name)}(\{{[^}}]*\}})? (\S+)$", text, re.M):
-        if all(f'{k}="{v}"' in series for k, v in labels.items()):
-            found += float(value)
-    return found
+        text = RestClient(api_url, PROBE_TIMEOUT_S).request("GET", "/metrics").body.decode()
+    except LiftlogError as exc:
+        raise BenchError(f"cannot read {api_url}/metrics: {exc.message}") from exc
+    return [s for family in text_string_to_metric_families(text) for s in family.samples]
+
+
+def _total(samples: list[Sample], name: str, **labels: str) -> float:
+    return sum(
+        s.value
+        for s in samples
+        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
+    )
 
 
 def peak_rss_mb(pid: int) -> float:
