@@ -52,12 +52,14 @@ def test_blocks_and_single_ports_never_overlap_within_a_process():
 
 
 def test_a_named_range_holds_every_pick(monkeypatch: pytest.MonkeyPatch):
-    """Parallel test workers each pick from a range of their own (LIFTLOG_PORT_RANGE)."""
-    monkeypatch.setenv(PORT_RANGE_ENV, "23000-23099")
+    """Parallel test workers each pick from a range of their own (LIFTLOG_PORT_RANGE). The
+    range here lies below every worker's (they share 20000 up to the ephemeral range), so no
+    stack of a parallel test holds its ports."""
+    monkeypatch.setenv(PORT_RANGE_ENV, "15000-15099")
     singles = [free_port() for _ in range(20)]
     blocks = [free_port_block(3) for _ in range(5)]
-    assert all(23_000 <= p <= 23_099 for p in singles)
-    assert all(b >= 23_000 and b + 2 <= 23_099 for b in blocks)
+    assert all(15_000 <= p <= 15_099 for p in singles)
+    assert all(b >= 15_000 and b + 2 <= 15_099 for b in blocks)
 
 
 @pytest.mark.parametrize("named", ["23000", "a-b", "30000-20000", "80-90"])
