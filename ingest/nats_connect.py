@@ -11,11 +11,12 @@ back by itself after a NATS outage of any length.
 
 from __future__ import annotations
 
+from ingest.produce.intake import IntakeSettings
 from spark_log.config import NodeConfig
 from spark_log.fetch_wire import cluster_token, node_inbox_prefix
 from spark_log.nats_options import NatsAuthOptions, credential_options, nats_auth_options
 
-__all__ = ["credential_options", "nats_connect_options"]
+__all__ = ["credential_options", "intake_settings", "nats_connect_options"]
 
 NATS_CONNECT_TIMEOUT_S = 10.0
 # seconds between two attempts on the same server (the next server is tried at once)
@@ -67,3 +68,18 @@ def nats_connect_options(config: NodeConfig) -> NatsConnectOptions:
         "inbox_prefix": node_inbox_prefix(cluster_token(config.zk_root)),
         **nats_auth_options(config.nats),
     }
+
+
+def intake_settings(config: NodeConfig) -> IntakeSettings:
+    """The intake connection's settings: the same servers, credentials and liveness rules as
+    the node's other connection (``nats_connect_options``)."""
+    return IntakeSettings(
+        servers=tuple(config.nats_server_urls),
+        name=f"liftlog-node-{config.broker_id}-intake",
+        credentials=config.nats,
+        connect_timeout_s=NATS_CONNECT_TIMEOUT_S,
+        reconnect_wait_s=NATS_RECONNECT_TIME_WAIT_S,
+        ping_interval_s=NATS_PING_INTERVAL_S,
+        max_outstanding_pings=NATS_MAX_OUTSTANDING_PINGS,
+        held_bytes=RECONNECT_BUFFER_BYTES,
+    )

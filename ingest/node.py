@@ -32,8 +32,9 @@ from ingest.admin.activity import ActivityPublisher
 from ingest.api.server import ApiServer
 from ingest.clock import SYSTEM_CLOCK, Clock
 from ingest.metrics import NodeMetrics
-from ingest.nats_connect import nats_connect_options
+from ingest.nats_connect import intake_settings, nats_connect_options
 from ingest.peer_calls import call_peer
+from ingest.produce.intake import IntakeConnection
 from ingest.replica.manager import ReplicaManager
 from ingest.security.node_auth import NodeAuth
 from ingest.security.node_credentials import outgoing_credentials, prepare_node_credentials
@@ -100,8 +101,9 @@ class IngestNode:
         self.nc: NatsClient | None = None
         self.zk = ZkSession.from_node_config(config)
         self.store = StreamStore(self.zk)
+        self.intake = IntakeConnection(intake_settings(config))
         self.replicas = ReplicaManager(
-            config, self.store, self.metrics, self._publish, self._nats, self.zk, clock
+            config, self.store, self.metrics, self.intake, self._nats, self.zk, clock
         )
         self.auth = NodeAuth(config.auth, self.zk)
         self.activity = ActivityPublisher(self, self.store.activity)
@@ -141,6 +143,7 @@ class IngestNode:
             disconnected_cb=self._on_nats_disconnect,
             reconnected_cb=self._on_nats_reconnect,
         )
+        await self.intake.connect()
         await asyncio.to_thread(self.zk.start, ZK_START_TIMEOUT_S)
         self.zk.add_state_listener(self._on_zk_state)
         await asyncio.to_thread(self.auth.start)  # REST answers 503 until tokens/ACLs load
@@ -177,6 +180,7 @@ class IngestNode:
             await self.controller.stop()
         await self._stop_reconciler()
         await self.replicas.close()
+        await self.intake.close()
         if self.nc is not None and not self.nc.is_closed:
             with contextlib.suppress(nats.errors.Error, OSError):
                 await self.nc.drain()
@@ -409,33 +413,8 @@ class IngestNode:
             raise UnavailableError("not connected to NATS")
         return self.nc
 
-    async def _publish(self, subject: str, payload: bytes) -> None:
-        nc = self.nc
-        if nc is None:
-            return
-        try:
-            await nc.publish(subject, payload)
-        except (nats.errors.Error, OSError) as exc:
-            log.warning("could not send ack to %s: %s", subject, exc)
-
     async def _on_nats_error(self, exc: Exception) -> None:
-        if isinstance(exc, nats.errors.SlowConsumerError):
-            self._count_slow_consumer(exc.sub)
-            return
         log.warning("NATS error: %s", exc)
-
-    def _count_slow_consumer(self, subscription: object) -> None:
-        for replica in self.replicas.replicas.values():
-            if replica.subscription.owns(subscription):
-                if replica.subscription.count_slow_consumer_drop():
-                    log.warning(
-                        "slow consumer: %s/%d dropped NATS messages (%d so far)",
-                        replica.spec.name,
-                        replica.partition,
-                        replica.subscription.slow_consumer_drops,
-                    )
-                return
-        log.warning("slow consumer on a subscription no replica owns")
 
     async def _on_nats_disconnect(self) -> None:
         self.metrics.nats_disconnects.inc()

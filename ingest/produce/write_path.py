@@ -21,13 +21,12 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
-from nats.aio.msg import Msg
-
 from ingest.clock import Clock
 from ingest.histogram import HistogramChild
 from ingest.metrics import NodeMetrics
 from ingest.produce.ack_router import AckRouter
 from ingest.produce.dedup import DedupWindow
+from ingest.produce.nats_frames import InboundMessage
 from ingest.produce.request import ProduceAck, ProduceRequest, request_from_nats
 from ingest.produce.sequencer import CycleResult, Sequenced, Sequencer, next_cycle
 from ingest.replication.partition_state import Partition
@@ -41,7 +40,8 @@ from spark_log.wire import ack_prefix, encode_ack, encode_duplicate_ack, encode_
 
 log = logging.getLogger("liftlog.write_path")
 
-Publish = Callable[[str, bytes], Awaitable[None]]
+AckSender = Callable[[str, bytes], None]
+"""Queues a message on NATS (the intake writes everything queued in a loop turn at once)."""
 IDLE_WAKEUP_S = 0.2
 """How long the writer waits for work before it runs idle-time maintenance anyway."""
 UNCOMMITTED_CYCLES_TIMED = 10_000
@@ -87,7 +87,7 @@ class LeaderWritePath:
         ingest: IngestConfig,
         fsync_always: bool,
         metrics: NodeMetrics,
-        publish: Publish,
+        publish: AckSender,
         clock: Clock,
         hooks: WriteHooks,
         write_lock: asyncio.Lock,
@@ -122,9 +122,8 @@ class LeaderWritePath:
         """Whether an active stream other than this one records a subject (set by the
         replica manager, which knows every stream; None: this stream alone)."""
         self._queue: list[ProduceRequest] = []
+        self._queued_bytes = 0
         self._wakeup = asyncio.Event()
-        self._space = asyncio.Event()
-        self._space.set()
         self._flush_wanted = asyncio.Event()
         self._flushing = False
         self._stop_requested = asyncio.Event()  # set by stop(), read after every await
@@ -181,30 +180,45 @@ class LeaderWritePath:
 
     # ----------------------------------------------------------------- intake
 
-    async def on_message(self, msg: Msg) -> None:
-        """NATS callback: queue only; the writer task parses and validates. A paused or
-        read-only stream answers at once and stores nothing."""
+    def on_messages(self, messages: list[InboundMessage]) -> int:
+        """NATS intake, one socket read's messages at a time: queue only (the writer task
+        sequences and validates). A paused or read-only stream answers at once and stores
+        nothing. Returns how many messages found the queue full (the subscription counts
+        them as a slow consumer's drops)."""
         received_s = self._clock.monotonic_s()
-        if msg.reply and is_internal_reply(msg.reply):
-            self._drop_internal_reply(msg.subject, msg.reply)
-            return
-        if self._partition.paused:
-            self._answer_paused(msg.subject, msg.reply)
-            return
-        if self._partition.read_only:
-            self._answer_read_only(msg.subject, msg.reply)
-            return
-        if len(self._queue) >= self._limits.pending_msgs_limit:
-            self._space.clear()
-            await self._space.wait()  # back-pressure: the client queue fills, then drops count
-        try:
-            req = request_from_nats(msg.subject, msg.reply, msg.data, msg.headers, self._spec)
-        except LiftlogError as exc:
-            self._refuse_reply(msg.reply, exc)
-            return
-        req.received_s = received_s
-        self._queue.append(req)
+        if self._partition.paused or self._partition.read_only:
+            for msg in messages:
+                self._refuse_inactive(msg.subject, msg.reply)
+            return 0
+        queue, spec, dropped = self._queue, self._spec, 0
+        room = self._limits.pending_msgs_limit - len(queue)
+        for msg in messages:
+            reply = msg.reply
+            if reply and is_internal_reply(reply):
+                self._drop_internal_reply(msg.subject, reply)
+                continue
+            if room <= 0 or self._queued_bytes >= self._limits.pending_bytes_limit:
+                dropped += 1
+                continue
+            try:
+                req = request_from_nats(msg.subject, reply, msg.data, msg.headers, spec)
+            except LiftlogError as exc:
+                self._refuse_reply(reply, exc)
+                continue
+            req.received_s = received_s
+            queue.append(req)
+            self._queued_bytes += req.size_bytes
+            room -= 1
         self._wakeup.set()
+        return dropped
+
+    def _refuse_inactive(self, subject: str, reply: str) -> None:
+        if reply and is_internal_reply(reply):
+            self._drop_internal_reply(subject, reply)
+        elif self._partition.paused:
+            self._answer_paused(subject, reply)
+        else:
+            self._answer_read_only(subject, reply)
 
     def _drop_internal_reply(self, subject: str, reply: str) -> None:
         """A message naming a reply subject in Liftlog's namespace or the server's is dropped
@@ -283,12 +297,12 @@ class LeaderWritePath:
             self._ack_latency[req.ack_policy] = child
         child.observe(self._clock.monotonic_s() - req.received_s)
 
-    async def send_acks(self) -> None:
+    def send_acks(self) -> None:
         """Publish queued acks in order (called wherever the HW may have moved)."""
-        while self._outbox:
-            outbox, self._outbox = self._outbox, []
-            for subject, payload in outbox:
-                await self._publish(subject, payload)
+        outbox, self._outbox = self._outbox, []
+        publish = self._publish
+        for subject, payload in outbox:
+            publish(subject, payload)
 
     def release(self, high_watermark: int) -> int:
         """Complete the parked acks=all requests the HW now passes."""
@@ -313,6 +327,7 @@ class LeaderWritePath:
         self._uncommitted.clear()
         self._acks.purgatory.fail_all(exc)
         queued, self._queue = self._queue, []
+        self._queued_bytes = 0
         for req in queued:
             self._acks.error(req, exc)
 
@@ -328,11 +343,10 @@ class LeaderWritePath:
                 limits.max_batch_records,
                 limits.max_batch_bytes,
             )
-            if len(self._queue) < limits.pending_msgs_limit:
-                self._space.set()
             if items:
+                self._queued_bytes -= sum(req.size_bytes for req in items)
                 await self._write_cycle(items)
-            await self.send_acks()
+            self.send_acks()
             await self._hooks.run_maintenance()
 
     async def _write_cycle(self, items: list[ProduceRequest]) -> None:
@@ -511,12 +525,12 @@ class LeaderWritePath:
                 )
             except (OSError, LiftlogError) as exc:
                 self._hooks.go_offline(f"log fsync failed: {exc}")
-                await self.send_acks()
+                self.send_acks()
                 return
             finally:
                 self._flushing = False
             self._hooks.on_flushed(self._clock.now_ms())
-            await self.send_acks()
+            self.send_acks()
 
 
 def _timed_flush(log_: PartitionLog) -> float:

@@ -16,7 +16,7 @@ import dataclasses
 import functools
 import logging
 import shutil
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +33,7 @@ from ingest.clock import SYSTEM_CLOCK, Clock
 from ingest.lake.commit_safety import LakeSafety
 from ingest.lake.identity import LakeIdentity
 from ingest.metrics import NodeMetrics
+from ingest.produce.intake import Intake
 from ingest.replica.idle_pause import IdleMarker
 from ingest.replica.replica import IsrWriter, PartitionReplica
 from ingest.replication.throttle import ReplicationThrottle
@@ -76,7 +77,7 @@ class ReplicaManager:
         config: NodeConfig,
         store: StreamStore,
         metrics: NodeMetrics,
-        publish: Callable[[str, bytes], Awaitable[None]],
+        intake: Intake,
         nats: Callable[[], NatsClient],
         session: ZkSession,
         clock: Clock = SYSTEM_CLOCK,
@@ -86,7 +87,7 @@ class ReplicaManager:
         self._store = store
         self._session = session
         self._metrics = metrics
-        self._publish = publish
+        self._intake = intake
         self._nats = nats
         self._data_dir = Path(config.data_dir)
         self.replicas: dict[tuple[str, int], PartitionReplica] = {}
@@ -246,7 +247,7 @@ class ReplicaManager:
             directory=partition_dir(self._data_dir, record, key[1]),
             config=self.config,
             metrics=self._metrics,
-            publish=self._publish,
+            intake=self._intake,
             leader_epoch=-1,
             isr=list(state.isr),
             replicas=tuple(state.replicas),

@@ -25,6 +25,7 @@ from ingest.lake.exporter import ExportTarget, PartitionExporter
 from ingest.lake.identity import LakeIdentity
 from ingest.metrics import NodeMetrics
 from ingest.produce.dedup_rebuild import rebuild_dedup_window
+from ingest.produce.intake import Intake
 from ingest.produce.request import ProduceAck, ProduceRequest
 from ingest.produce.subscription import PartitionSubscription
 from ingest.produce.write_path import LeaderWritePath
@@ -47,14 +48,13 @@ from spark_log.lake.storage import lake_storage
 from spark_log.log import PartitionLog
 from spark_log.stream_spec import StreamSpec
 
-__all__ = ["FetchResult", "IsrWriter", "PartitionReplica", "Publish"]
+__all__ = ["FetchResult", "IsrWriter", "PartitionReplica"]
 
 log = logging.getLogger("liftlog.partition")
 
 # an ISR change refused because ZooKeeper is unavailable is tried again this much later
 ISR_RETRY_MS = 1000
 
-Publish = Callable[[str, bytes], Awaitable[None]]
 IsrWriter = Callable[[PartitionState, int, list[int]], Awaitable[tuple[PartitionState, int]]]
 
 
@@ -74,7 +74,7 @@ class PartitionReplica:
         directory: Path,
         config: NodeConfig,
         metrics: NodeMetrics,
-        publish: Publish,
+        intake: Intake,
         leader_epoch: int,
         isr: list[int],
         replicas: tuple[int, ...] = (),
@@ -95,6 +95,7 @@ class PartitionReplica:
         self._metrics = metrics
         self._lake_identity = lake_identity
         self._cipher = cipher
+        self._intake = intake
         self._log: PartitionLog | None = None
         self._isr_retry_at_ms = 0  # an ISR change postponed (ZooKeeper unavailable) until then
         self._write_lock = asyncio.Lock()  # one log writer: writer, fetcher or storage retry
@@ -126,7 +127,7 @@ class PartitionReplica:
             ingest=config.ingest,
             fsync_always=fsync_always,
             metrics=metrics,
-            publish=publish,
+            publish=intake.publish,
             clock=clock,
             hooks=self,
             write_lock=self._write_lock,
@@ -134,7 +135,7 @@ class PartitionReplica:
         )
         self.writes.cipher = cipher
         self.subscription: Final = PartitionSubscription(
-            spec, partition, config.ingest, metrics, clock, self.writes.on_message
+            spec, partition, config.ingest, metrics, clock, self.writes.on_messages
         )
         self.retention: Final = RetentionRunner(
             spec=spec,
@@ -206,12 +207,12 @@ class PartitionReplica:
         disk)."""
         await self.storage_retry.close()
         await self._leave_role()
-        await self.subscription.unsubscribe()
+        self.subscription.unsubscribe()
         await self.writes.stop()
         for task in list(self._tasks):
             task.cancel()
         self.writes.fail_waiting(ReplicaStoppedError(f"{self.state.name} is closing"))
-        await self.writes.send_acks()
+        self.writes.send_acks()
         if self._log is not None:
             log_, self._log = self._log, None
             await asyncio.get_running_loop().run_in_executor(
@@ -253,7 +254,7 @@ class PartitionReplica:
             log.info("%s: %s", self.state.name, "paused" if paused else "resumed")
         self.state.paused = paused
         if not self.spec.internal:  # written by the nodes alone, never from NATS
-            await self.subscription.subscribe(nc)
+            self.subscription.subscribe(self._intake)
 
     # ----------------------------------------------------------------- roles
 
@@ -367,7 +368,7 @@ class PartitionReplica:
     async def _leave_role(self) -> None:
         """Stop what the old role did; a deposed leader fails everything it had not acked."""
         if self.state.role == ROLE_LEADER:
-            await self.subscription.unsubscribe()
+            self.subscription.unsubscribe()
             if self._exporter is not None:
                 exporter, self._exporter = self._exporter, None
                 await exporter.stop(self.state.not_leader_error())
@@ -376,7 +377,7 @@ class PartitionReplica:
                 self._fetch_server = None
             async with self._write_lock:  # the writer's cycle in progress completes first
                 self.writes.fail_waiting(self.state.not_leader_error())
-            await self.writes.send_acks()
+            self.writes.send_acks()
         if self._fetcher is not None:
             await self._fetcher.stop()
             self._fetcher = None

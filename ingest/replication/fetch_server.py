@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import nats.errors
@@ -77,7 +77,7 @@ class FetchServer:
         nc: NatsClient,
         cluster: str,
         *,
-        send_acks: Callable[[], Awaitable[None]],
+        send_acks: Callable[[], None],
         metrics: NodeMetrics,
     ) -> None:
         """``send_acks`` publishes the acks a fetch released (it may move the HW)."""
@@ -140,7 +140,7 @@ class FetchServer:
             return
         r.record_follower_fetch(req.replica_id, req.fetch_offset)
         if req.fetch_offset == log_.log_end_offset and req.wait_ms > 0:
-            await self._send_acks()  # a fetch that moved the HW completes acks=all requests now
+            self._send_acks()  # a fetch that moved the HW completes acks=all requests now
             await r.wait_for_append(min(req.wait_ms, MAX_FOLLOWER_WAIT_MS))
             data = await self._read(req)
             await self._respond(msg, self._meta(), data)
@@ -148,7 +148,7 @@ class FetchServer:
             # the follower's next round first, then the acks this fetch released
             data = await self._read(req)
             await self._respond(msg, self._meta(), data)
-            await self._send_acks()
+            self._send_acks()
 
     async def _read(self, req: FetchRequest) -> bytes:
         log_ = self._replica.open_log

@@ -25,7 +25,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "ingest": CORE_THIRD_PARTY
     | {"spark_log", "coordinator", "ingest"}
     | {"fastapi", "fastapi_offline", "starlette", "pydantic", "uvicorn", "prometheus_client"}
-    | {"uvloop"},  # the node's event loop, installed with uvicorn[standard]
+    | {"uvloop"}  # the node's event loop, installed with uvicorn[standard]
+    | {"nkeys"},  # the intake signs the server's nonce with an NKey seed, as nats-py does
     "datasource": CORE_THIRD_PARTY | {"spark_log", "datasource", "pyspark", "py4j"},
     "pyspark_liftlog": CORE_THIRD_PARTY | {"spark_log", "datasource", "pyspark"},
 }

@@ -40,3 +40,22 @@ def clock() -> ManualClock:
 async def eventually(predicate: Callable[[], T], timeout_s: float = 10.0, what: str = "it") -> T:
     """Poll ``predicate`` on the event loop until it is truthy (never a fixed sleep)."""
     return await wait_for_async(predicate, timeout_s, message=what)
+
+
+class RecordingIntake:
+    """A stand-in for the node's NATS intake: records subscriptions and what is published."""
+
+    def __init__(self) -> None:
+        self.subjects: dict[int, str] = {}
+        self.sent: list[tuple[str, bytes]] = []
+
+    def subscribe(self, subject: str, queue: str, handler: object) -> int:
+        sid = len(self.subjects) + 1
+        self.subjects[sid] = subject
+        return sid
+
+    def unsubscribe(self, sid: int) -> None:
+        self.subjects.pop(sid, None)
+
+    def publish(self, subject: str, payload: bytes) -> None:
+        self.sent.append((subject, payload))

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pytest
 
 from ingest.metrics import NodeMetrics
+from ingest.produce.nats_frames import InboundMessage
 from ingest.produce.request import ProduceAck, ProduceRequest
 from ingest.produce.write_path import LeaderWritePath
 from ingest.replication.partition_state import Partition
@@ -28,14 +29,11 @@ from tests.unit.ingest.conftest import ManualClock, eventually
 SPEC = StreamSpec(name="orders", subject="orders.in", ack_policy="all")
 
 
-@dataclass
-class Msg:
-    """The fields of a NATS message the write path reads."""
-
-    subject: str
-    reply: str
-    data: bytes
-    headers: dict[str, str] | None = None
+def Msg(  # noqa: N802 - reads as the message it builds
+    subject: str, reply: str, data: bytes, headers: dict[str, str] | None = None
+) -> InboundMessage:
+    """A NATS message as the intake delivers it."""
+    return InboundMessage(sid=1, subject=subject, reply=reply, data=data, headers=headers)
 
 
 class Hooks:
@@ -104,7 +102,7 @@ async def rig(tmp_path: Path, clock: ManualClock) -> AsyncIterator[Rig]:
     partition.role = "leader"
     sent: list[tuple[str, bytes]] = []
 
-    async def publish(subject: str, payload: bytes) -> None:
+    def publish(subject: str, payload: bytes) -> None:
         sent.append((subject, payload))
 
     hooks = Hooks(log, partition)
@@ -146,9 +144,9 @@ def _paused_ack() -> dict:
 
 async def test_a_paused_leader_answers_stream_paused_and_stores_nothing(rig: Rig):
     rig.partition.paused = True
-    await rig.path.on_message(Msg("orders.in", "r1", b"one"))
+    rig.path.on_messages([Msg("orders.in", "r1", b"one")])
     headers = {"Liftlog-Batch": "arrow"}
-    await rig.path.on_message(Msg("orders.in", "r2", _arrow([b"a", b"b"]), headers))
+    rig.path.on_messages([Msg("orders.in", "r2", _arrow([b"a", b"b"]), headers)])
     await eventually(lambda: len(rig.sent) == 2, what="two error acks")
     assert rig.acks("r1") == [_paused_ack()]
     assert rig.acks("r2") == [_paused_ack()]
@@ -157,8 +155,8 @@ async def test_a_paused_leader_answers_stream_paused_and_stores_nothing(rig: Rig
 
 async def test_a_paused_leader_counts_what_it_cannot_answer(rig: Rig):
     rig.partition.paused = True
-    await rig.path.on_message(Msg("orders.in", "", b"no reply"))
-    await rig.path.on_message(Msg("orders.in", "", b"no reply either"))
+    rig.path.on_messages([Msg("orders.in", "", b"no reply")])
+    rig.path.on_messages([Msg("orders.in", "", b"no reply either")])
     sample = rig.metrics.registry.get_sample_value(
         "liftlog_paused_drops_total", {"stream": "orders", "partition": "0"}
     )
@@ -167,9 +165,9 @@ async def test_a_paused_leader_counts_what_it_cannot_answer(rig: Rig):
 
 
 async def test_a_message_naming_an_internal_reply_is_neither_stored_nor_answered(rig: Rig):
-    await rig.path.on_message(Msg("orders.in", "_LIFTLOG.c1.fetch.orders.0.1", b"forged"))
-    await rig.path.on_message(Msg("orders.in", "$JS.API.STREAM.DELETE.x", b"forged"))
-    await rig.path.on_message(Msg("orders.in", "r1", b"genuine"))
+    rig.path.on_messages([Msg("orders.in", "_LIFTLOG.c1.fetch.orders.0.1", b"forged")])
+    rig.path.on_messages([Msg("orders.in", "$JS.API.STREAM.DELETE.x", b"forged")])
+    rig.path.on_messages([Msg("orders.in", "r1", b"genuine")])
     await eventually(lambda: rig.acks("r1"), what="the genuine ack")
     assert rig.acks("r1") == [{"stream": "orders", "partition": 0, "offset": 0}]
     assert [subject for subject, _ in rig.sent] == ["r1"]
@@ -182,9 +180,9 @@ async def test_a_message_naming_an_internal_reply_is_neither_stored_nor_answered
 
 async def test_resumed_leader_records_again(rig: Rig):
     rig.partition.paused = True
-    await rig.path.on_message(Msg("orders.in", "r1", b"refused"))
+    rig.path.on_messages([Msg("orders.in", "r1", b"refused")])
     rig.partition.paused = False
-    await rig.path.on_message(Msg("orders.in", "r2", b"stored"))
+    rig.path.on_messages([Msg("orders.in", "r2", b"stored")])
     await eventually(lambda: rig.acks("r2"), what="the ack after resume")
     assert rig.acks("r2") == [{"stream": "orders", "partition": 0, "offset": 0}]
     assert rig.log.log_end_offset == 1
@@ -192,9 +190,9 @@ async def test_resumed_leader_records_again(rig: Rig):
 
 async def test_duplicate_single_record_ack_carries_the_flag(rig: Rig):
     msg_id = {"Nats-Msg-Id": "m1"}
-    await rig.path.on_message(Msg("orders.in", "r1", b"a", msg_id))
+    rig.path.on_messages([Msg("orders.in", "r1", b"a", msg_id)])
     await eventually(lambda: rig.acks("r1"), what="first ack")
-    await rig.path.on_message(Msg("orders.in", "r2", b"a again", msg_id))
+    rig.path.on_messages([Msg("orders.in", "r2", b"a again", msg_id)])
     await eventually(lambda: rig.acks("r2"), what="duplicate ack")
     assert rig.acks("r1") == [{"stream": "orders", "partition": 0, "offset": 0}]
     assert rig.acks("r2") == [{"stream": "orders", "partition": 0, "offset": 0, "duplicate": True}]
@@ -203,8 +201,8 @@ async def test_duplicate_single_record_ack_carries_the_flag(rig: Rig):
 
 async def test_duplicate_producer_batch_ack_carries_the_flag(rig: Rig):
     headers = {"Liftlog-Batch": "arrow", "Nats-Msg-Id": "b1"}
-    await rig.path.on_message(Msg("orders.in", "r1", _arrow([b"x", b"y"]), headers))
-    await rig.path.on_message(Msg("orders.in", "r2", _arrow([b"x", b"y"]), headers))
+    rig.path.on_messages([Msg("orders.in", "r1", _arrow([b"x", b"y"]), headers)])
+    rig.path.on_messages([Msg("orders.in", "r2", _arrow([b"x", b"y"]), headers)])
     await eventually(lambda: rig.acks("r1") and rig.acks("r2"), what="both acks")
     first = {"stream": "orders", "partition": 0, "offset": 0, "count": 2}
     assert rig.acks("r1") == [first]
@@ -228,7 +226,7 @@ async def test_local_produce_reports_duplicates_and_stamps_the_clock(rig: Rig, c
 
 async def test_a_request_queued_on_a_deposed_leader_is_refused(rig: Rig):
     rig.partition.role = "follower"
-    await rig.path.on_message(Msg("orders.in", "r1", b"late"))
+    rig.path.on_messages([Msg("orders.in", "r1", b"late")])
     await eventually(lambda: rig.acks("r1"), what="the refusal")
     assert rig.acks("r1")[0]["error"]["code"] == "not_leader"
     assert rig.log.log_end_offset == 0
@@ -239,9 +237,9 @@ async def test_a_paused_leader_stays_silent_where_an_active_stream_records_the_s
     ahead of it would report a stored record as refused."""
     rig.partition.paused = True
     rig.path.recorded_elsewhere = {"orders.in"}.__contains__
-    await rig.path.on_message(Msg("orders.in", "r1", b"v"))
+    rig.path.on_messages([Msg("orders.in", "r1", b"v")])
     rig.path.recorded_elsewhere = None
-    await rig.path.on_message(Msg("orders.in", "r2", b"v"))
+    rig.path.on_messages([Msg("orders.in", "r2", b"v")])
     await eventually(lambda: len(rig.sent) == 1, what="one error ack")
     assert rig.acks("r1") == []
     assert rig.acks("r2") == [_paused_ack()]
@@ -265,8 +263,8 @@ def _short_isr(partition: Partition) -> None:
 async def test_a_short_isr_refuses_acks_all_before_the_append_and_keeps_the_rest(rig: Rig):
     _short_isr(rig.partition)
     # no await yields between these: both land in one writer cycle
-    await rig.path.on_message(Msg("orders.in", "r1", b"refused"))
-    await rig.path.on_message(Msg("orders.in", "r2", b"kept", {"Liftlog-Ack": "leader"}))
+    rig.path.on_messages([Msg("orders.in", "r1", b"refused")])
+    rig.path.on_messages([Msg("orders.in", "r2", b"kept", {"Liftlog-Ack": "leader"})])
     await eventually(lambda: rig.acks("r1") and rig.acks("r2"), what="both acks")
     assert rig.acks("r1")[0]["error"]["code"] == "not_enough_replicas"
     assert rig.acks("r2") == [{"stream": "orders", "partition": 0, "offset": 0}]
@@ -279,7 +277,7 @@ async def test_a_short_isr_refuses_a_producer_batch_and_a_rest_publish(rig: Rig)
 
     _short_isr(rig.partition)
     batch = Msg("orders.in", "r1", _arrow([b"a", b"b"]), {"Liftlog-Batch": "arrow"})
-    await rig.path.on_message(batch)
+    rig.path.on_messages([batch])
     await eventually(lambda: rig.acks("r1"), what="the batch's refusal")
     assert rig.acks("r1")[0]["error"]["code"] == "not_enough_replicas"
     with pytest.raises(NotEnoughReplicasError):
@@ -294,7 +292,7 @@ async def test_an_isr_shrinking_during_the_append_refuses_after_it(rig: Rig):
     rig.partition.apply_isr([1, 2], rig.partition.state_version)
     hooks = rig.path._hooks  # the rig's Hooks
     hooks.during_append = lambda: rig.partition.apply_isr([1], rig.partition.state_version)
-    await rig.path.on_message(Msg("orders.in", "r1", b"raced"))
+    rig.path.on_messages([Msg("orders.in", "r1", b"raced")])
     await eventually(lambda: rig.acks("r1"), what="the refusal")
     assert rig.acks("r1")[0]["error"]["code"] == "not_enough_replicas_after_append"
     assert (rig.log.log_end_offset, rig.log.high_watermark) == (1, 0)
@@ -309,16 +307,16 @@ async def test_a_parked_acks_all_keeps_waiting_when_the_isr_shrinks(rig: Rig):
     rig.partition.apply_isr([1, 2], rig.partition.state_version)
     hooks = rig.path._hooks  # the rig's Hooks
     hooks.hold_hw = True  # the follower has not fetched the record yet
-    await rig.path.on_message(Msg("orders.in", "r1", b"parked"))
+    rig.path.on_messages([Msg("orders.in", "r1", b"parked")])
     await eventually(lambda: len(rig.path._acks.purgatory) == 1, what="the request parked")
     rig.partition.apply_isr([1], rig.partition.state_version)
-    await rig.path.on_message(Msg("orders.in", "r2", b"refused"))
+    rig.path.on_messages([Msg("orders.in", "r2", b"refused")])
     await eventually(lambda: rig.acks("r2"), what="the refusal of the next one")
     assert rig.acks("r2")[0]["error"]["code"] == "not_enough_replicas"
     assert rig.acks("r1") == [] and len(rig.path._acks.purgatory) == 1
     rig.partition.apply_isr([1, 2], rig.partition.state_version)
     hooks.hold_hw = False
     hooks.advance_high_watermark()
-    await rig.path.send_acks()
+    rig.path.send_acks()
     assert rig.acks("r1") == [{"stream": "orders", "partition": 0, "offset": 0}]
     assert rig.log.log_end_offset == 1

@@ -27,10 +27,10 @@ def _readonly_drops(rig: Rig) -> float | None:
 
 async def test_a_read_only_leader_answers_stream_readonly_and_stores_nothing(rig: Rig):
     rig.partition.read_only = True
-    await rig.path.on_message(Msg("orders.in", "r1", b"one"))
+    rig.path.on_messages([Msg("orders.in", "r1", b"one")])
     headers = {"Liftlog-Batch": "arrow"}
-    await rig.path.on_message(Msg("orders.in", "r2", _arrow([b"a", b"b"]), headers))
-    await rig.path.on_message(Msg("orders.in", "", b"nobody to tell"))
+    rig.path.on_messages([Msg("orders.in", "r2", _arrow([b"a", b"b"]), headers)])
+    rig.path.on_messages([Msg("orders.in", "", b"nobody to tell")])
     await eventually(lambda: len(rig.sent) == 2, what="two error acks")
     expected = {"stream": "orders", "partition": 0, "error": READ_ONLY_ERROR}
     assert rig.acks("r1") == [expected] and rig.acks("r2") == [expected]
@@ -50,19 +50,19 @@ async def test_requests_queued_before_the_flag_are_refused_by_the_writer(rig: Ri
 
 async def test_a_leader_set_read_write_again_records_again(rig: Rig):
     rig.partition.read_only = True
-    await rig.path.on_message(Msg("orders.in", "r1", b"refused"))
+    rig.path.on_messages([Msg("orders.in", "r1", b"refused")])
     rig.partition.read_only = False
-    await rig.path.on_message(Msg("orders.in", "r2", b"stored"))
+    rig.path.on_messages([Msg("orders.in", "r2", b"stored")])
     await eventually(lambda: rig.acks("r2"), what="the ack after read-write")
     assert rig.acks("r2") == [{"stream": "orders", "partition": 0, "offset": 0}]
     assert rig.log.log_end_offset == 1
 
 
 async def test_an_adopted_spec_applies_from_the_next_message(rig: Rig):
-    await rig.path.on_message(Msg("orders.in", "r1", b"x" * 100))
+    rig.path.on_messages([Msg("orders.in", "r1", b"x" * 100)])
     await eventually(lambda: rig.acks("r1"), what="the first ack")
     rig.path.adopt_spec(dataclasses.replace(SPEC, max_record_bytes=10))
-    await rig.path.on_message(Msg("orders.in", "r2", b"x" * 100))
+    rig.path.on_messages([Msg("orders.in", "r2", b"x" * 100)])
     await eventually(lambda: rig.acks("r2"), what="the refusal")
     assert rig.acks("r2")[0]["error"]["code"] == "record_too_large"
     assert rig.log.log_end_offset == 1

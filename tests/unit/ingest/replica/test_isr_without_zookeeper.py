@@ -16,13 +16,9 @@ from ingest.replication.partition_state import ROLE_LEADER
 from spark_log.config import NodeConfig
 from spark_log.errors import LiftlogError
 from spark_log.stream_spec import StreamSpec
-from tests.unit.ingest.conftest import ManualClock
+from tests.unit.ingest.conftest import ManualClock, RecordingIntake
 
 LAG_MS = 1000
-
-
-async def _never_published(subject: str, payload: bytes) -> None:
-    raise AssertionError(f"nothing is published here: {subject}")
 
 
 class RefusingIsrWriter:
@@ -49,7 +45,7 @@ def _leader_with_lagging_follower(tmp_path: Path, clock: ManualClock) -> Partiti
             broker_id=1, data_dir=str(tmp_path), replica_lag_time_max_s=LAG_MS / 1000
         ),
         metrics=NodeMetrics(),
-        publish=_never_published,
+        intake=RecordingIntake(),
         leader_epoch=0,
         isr=[1, 2],
         created_at_ms=clock.now_ms(),

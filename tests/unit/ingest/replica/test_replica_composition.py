@@ -23,11 +23,7 @@ from ingest.replication.storage_stall_retry import StalledReplica
 from spark_log.config import NodeConfig
 from spark_log.errors import NotLeaderError
 from spark_log.stream_spec import StreamSpec
-from tests.unit.ingest.conftest import ManualClock
-
-
-async def _never_published(subject: str, payload: bytes) -> None:
-    raise AssertionError(f"nothing is published without a role: {subject}")
+from tests.unit.ingest.conftest import ManualClock, RecordingIntake
 
 
 def _replica(tmp_path: Path, clock: ManualClock) -> PartitionReplica:
@@ -37,7 +33,7 @@ def _replica(tmp_path: Path, clock: ManualClock) -> PartitionReplica:
         directory=tmp_path / "orders" / "0",
         config=NodeConfig(broker_id=1, data_dir=str(tmp_path)),
         metrics=NodeMetrics(),
-        publish=_never_published,
+        intake=RecordingIntake(),
         leader_epoch=-1,
         isr=[1],
         created_at_ms=clock.now_ms(),

@@ -32,7 +32,7 @@ from spark_log.log.errors import FsyncError
 from spark_log.log.segment import LogSegment
 from spark_log.stream_spec import StreamSpec
 from tests.support.waiting import one_loop_turn
-from tests.unit.ingest.conftest import ManualClock, eventually
+from tests.unit.ingest.conftest import ManualClock, RecordingIntake, eventually
 
 SPEC = StreamSpec(name="orders", subject="orders.in", ack_policy="all")
 RECORDS_PER_REQUEST = 4
@@ -45,10 +45,6 @@ def _no_space() -> StorageError:
         raise StorageError("disk full") from OSError(errno.ENOSPC, "No space left on device")
     except StorageError as exc:
         return exc
-
-
-async def _not_published(subject: str, payload: bytes) -> None:
-    """REST-style publishes are answered through futures: nothing goes to NATS."""
 
 
 @pytest.fixture
@@ -91,7 +87,7 @@ def _leader(
             log=LogConfig(fsync=fsync, segment_bytes=1024),
         ),
         metrics=metrics,
-        publish=_not_published,
+        intake=RecordingIntake(),
         leader_epoch=0,
         isr=[1],
         created_at_ms=clock.now_ms(),

@@ -33,7 +33,7 @@ from spark_log.config import LogConfig, NodeConfig
 from spark_log.log import PartitionLog, build_record_batch, encode_batch, iter_batches
 from spark_log.stream_spec import StreamSpec
 from tests.support.waiting import wait_for_async
-from tests.unit.ingest.conftest import ManualClock, eventually
+from tests.unit.ingest.conftest import ManualClock, RecordingIntake, eventually
 
 STREAM, PARTITION = "s", 0
 LEADER, FOLLOWER = 1, 2
@@ -367,10 +367,6 @@ async def test_a_clean_follower_is_not_truncated(open_log: Callable[[str], Parti
 # ----------------------------------------------------------------- the leader's epoch entry
 
 
-async def _not_published(subject: str, payload: bytes) -> None:
-    """REST-style publishes are answered through futures: nothing goes to NATS."""
-
-
 async def test_a_replica_elected_leader_records_its_epoch_before_appending(
     tmp_path: Path, clock: ManualClock, open_log: Callable[[str], PartitionLog]
 ) -> None:
@@ -382,7 +378,7 @@ async def test_a_replica_elected_leader_records_its_epoch_before_appending(
         directory=tmp_path / "candidate",
         config=NodeConfig(broker_id=LEADER, data_dir=str(tmp_path), log=LogConfig()),
         metrics=NodeMetrics(),
-        publish=_not_published,
+        intake=RecordingIntake(),
         leader_epoch=0,
         isr=[FOLLOWER],
         created_at_ms=clock.now_ms(),
