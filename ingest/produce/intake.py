@@ -273,7 +273,7 @@ class IntakeConnection:
             raise IntakeConnectError(f"TLS: {exc}") from None
         if transport is None:
             raise IntakeConnectError("TLS: no transport after the handshake")
-        wire.transport = cast(asyncio.Transport, transport)
+        wire.transport = transport
 
     def _on_connected(self, wire: _Wire, url: str) -> None:
         self._ready = True
