@@ -22,6 +22,7 @@ import contextlib
 import json
 import logging
 import ssl
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
@@ -121,7 +122,8 @@ class IntakeConnection:
         self._flush_scheduled = False
         self._held_drops = 0
         self._handshake: asyncio.Future[dict[str, Any]] | None = None
-        self._pong: asyncio.Future[None] | None = None
+        # one entry per PING in flight, answered in order: a flush's future, or None
+        self._pongs: deque[asyncio.Future[None] | None] = deque()
         self._outstanding_pings = 0
         self._discovered: list[str] = []
         self._closing = False
@@ -161,6 +163,17 @@ class IntakeConnection:
     @property
     def is_connected(self) -> bool:
         return self._ready
+
+    async def flush(self, timeout_s: float) -> None:
+        """Send what is queued and wait for the server's PONG to a PING behind it: the server
+        has then applied every subscription and routed every message sent before."""
+        if not self._ready:
+            raise IntakeConnectError("not connected to NATS")
+        pong: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._flush()
+        self._ping(pong)
+        async with asyncio.timeout(timeout_s):
+            await pong
 
     # ----------------------------------------------------------------- subscriptions
 
@@ -210,8 +223,9 @@ class IntakeConnection:
             _send(wire, b"PONG\r\n")
         elif verb == b"PONG":
             self._outstanding_pings = 0
-            if self._pong is not None and not self._pong.done():
-                self._pong.set_result(None)
+            waiter = self._pongs.popleft() if self._pongs else None
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
         elif verb == b"INFO":
             self._on_info(rest)
         elif verb == b"-ERR":
@@ -221,7 +235,9 @@ class IntakeConnection:
         if wire is not self._wire:
             return  # a connection already replaced
         was_ready, self._wire, self._ready = self._ready, None, False
-        self._fail_handshake(IntakeConnectError(f"connection lost: {exc or 'closed'}"))
+        lost = IntakeConnectError(f"connection lost: {exc or 'closed'}")
+        self._fail_handshake(lost)
+        self._fail_pongs(lost)
         if self._closing or not was_ready:
             return  # closing, or a connection being set up: its attempt fails by itself
         log.warning("NATS intake lost %s (%s); reconnecting", self.connected_url, exc or "closed")
@@ -243,10 +259,12 @@ class IntakeConnection:
                 info = await self._handshake
                 if tls_url or info.get("tls_required") or settings.credentials.uses_tls:
                     await self._start_tls(wire, host)
-                self._pong = loop.create_future()
+                pong: asyncio.Future[None] = loop.create_future()
+                self._fail_pongs(IntakeConnectError("a new connection"))
+                self._pongs.append(pong)  # the CONNECT frame ends with a PING
                 self._handshake = loop.create_future()  # an -ERR fails the CONNECT
                 _send(wire, connect_frame(settings.credentials, info, url, settings.name))
-                answers: list[asyncio.Future[Any]] = [self._pong, self._handshake]
+                answers: list[asyncio.Future[Any]] = [pong, self._handshake]
                 await asyncio.wait(answers, return_when="FIRST_COMPLETED")
                 refused = self._handshake.exception() if self._handshake.done() else None
                 if refused is not None:
@@ -326,6 +344,17 @@ class IntakeConnection:
             return
         log.warning("NATS intake: server error: %s", message)
 
+    def _fail_pongs(self, exc: IntakeConnectError) -> None:
+        pongs, self._pongs = self._pongs, deque()
+        for waiter in pongs:
+            if waiter is not None and not waiter.done():
+                waiter.set_exception(exc)
+
+    def _ping(self, waiter: asyncio.Future[None] | None) -> None:
+        if self._wire is not None:
+            self._pongs.append(waiter)
+            _send(self._wire, b"PING\r\n")
+
     def _fail_handshake(self, exc: IntakeConnectError) -> None:
         if self._handshake is not None and not self._handshake.done():
             self._handshake.set_exception(exc)
@@ -366,7 +395,7 @@ class IntakeConnection:
                     wire.transport.abort()
                 continue
             self._outstanding_pings += 1
-            _send(wire, b"PING\r\n")
+            self._ping(None)
 
 
 def _send(wire: _Wire, data: bytes) -> None:

@@ -31,7 +31,10 @@ import pytest
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 
-from ingest.nats_connect import nats_connect_options
+from ingest.nats_connect import intake_settings, nats_connect_options
+from ingest.produce.intake import IntakeConnection
+from ingest.produce.intake_handshake import IntakeConnectError
+from ingest.produce.nats_frames import InboundMessage
 from liftlog.embedded.certs import StackCerts, generate_stack_certs
 from liftlog.embedded.nats import NatsServer
 from liftlog.embedded.nats_auth import (
@@ -248,8 +251,36 @@ async def test_a_node_connects_with_each_kind_of_credentials(
         assert seen["tls_version"].startswith("1.")
         if kind == "user_password":
             assert seen["authorized_user"] == "liftlog-node"
+        await _intake_round_trip(config, nc)
     finally:
         await nc.close()
+
+
+async def _intake_round_trip(config: NodeConfig, nc: NatsClient) -> None:
+    """The intake logs in with the same credentials over TLS: it receives what is published
+    to its subscription and its acks reach the publisher's inbox."""
+    intake = IntakeConnection(intake_settings(config))
+    await intake.connect()
+    try:
+        inbox = f"_INBOX.intake-{uuid.uuid4().hex}"
+        acks: asyncio.Queue[bytes] = asyncio.Queue()
+
+        async def on_ack(msg: Msg) -> None:
+            acks.put_nowait(msg.data)
+
+        await nc.subscribe(f"{inbox}.acks", cb=on_ack)
+        await nc.flush()
+
+        def answer(messages: list[InboundMessage]) -> None:
+            for message in messages:
+                intake.publish(message.reply, b"ack:" + message.data)
+
+        intake.subscribe(f"{inbox}.in", "", answer)
+        await intake.flush(REQUEST_TIMEOUT_S)
+        await nc.publish(f"{inbox}.in", b"one", reply=f"{inbox}.acks")
+        assert await asyncio.wait_for(acks.get(), REQUEST_TIMEOUT_S) == b"ack:one"
+    finally:
+        await intake.close()
 
 
 @pytest.mark.parametrize(
@@ -264,8 +295,16 @@ async def test_a_node_connects_with_each_kind_of_credentials(
 async def test_a_client_without_valid_credentials_is_refused(
     change: dict[str, str], secured: Secured
 ) -> None:
+    credentials = dataclasses.replace(secured.node, **change)
     with pytest.raises((nats.errors.Error, OSError)):
-        await Connection().open(secured.server.url, dataclasses.replace(secured.node, **change))
+        await Connection().open(secured.server.url, credentials)
+    config = NodeConfig(
+        broker_id=1, data_dir="unused", nats_url=secured.server.url, nats=credentials
+    )
+    intake = IntakeConnection(intake_settings(config))
+    with pytest.raises(IntakeConnectError):
+        await intake.connect()
+    await intake.close()
 
 
 # ------------------------------------------------------------------------- publisher permissions
