@@ -24,6 +24,7 @@ from liftlog.bench.compare.stack import BenchStack, bench_stack
 from liftlog.bench.compare.verdicts import verdicts
 from liftlog.bench.consume.fanout import DEFAULT_FANOUT, measure_fanout
 from liftlog.bench.jetstream.server import varz
+from liftlog.bench.publish.plain_request import ReplyInbox
 from liftlog.bench.publish.settings import ACK_TIMEOUT_S, DEFAULT_SIZES, BenchSettings
 from liftlog.bench.toolkit.machine import describe_machine
 from liftlog.bench.toolkit.node_probe import isr_changes, peak_rss_mb
@@ -34,6 +35,7 @@ from spark_log.errors import InvalidRequestError, LiftlogError
 
 # nats-server's default max_payload, if /varz does not say (it always does in 2.x).
 DEFAULT_MAX_PAYLOAD = 1024 * 1024
+PLAIN_INBOX = "_INBOX.bench-plain"
 
 
 def run_bench(
@@ -116,9 +118,12 @@ async def _measure_all(
             Client(stack.api_urls, nats_url=nats_server.url, ack_timeout_s=ACK_TIMEOUT_S)
         )
         jetstreams = {}
+        plain_nc = await exits.enter_async_context(nats_connection(nats_server.url))
+        inboxes = {lineup.liftlog.key: await ReplyInbox(plain_nc, PLAIN_INBOX).open()}
         for peer in stack.peers:
             nc = await exits.enter_async_context(nats_connection(peer.url))
             jetstreams[peer.side] = nc.jetstream()
+            inboxes[peer.side] = await ReplyInbox(nc, f"{PLAIN_INBOX}-{peer.side}").open()
         conns = Connections(
             client,
             jetstreams,
@@ -128,6 +133,7 @@ async def _measure_all(
             int(nats_varz.get("max_payload") or DEFAULT_MAX_PAYLOAD),
             root,
             {PUBLISHER: os.getpid(), **stack.pids()},
+            inboxes,
         )
         for size in settings.sizes:
             result.sizes.append(await measure_size(conns, lineup, size, settings, progress))

@@ -36,6 +36,8 @@ def render_report(result: BenchResult, lineup: Lineup, found: list[Verdict]) -> 
     for size in result.sizes:
         parts += ["", f"== record size {size_label(size.record_bytes)}{replicas} =="]
         parts.append(SizeTable(size, result, lineup).render())
+        if size.plain:
+            parts += ["", _plain_table(size, lineup)]
         if size.fire_forget is not None:
             parts += ["", _fire_forget_table(size.fire_forget, result, lineup)]
         if size.reads:
@@ -51,6 +53,20 @@ def render_report(result: BenchResult, lineup: Lineup, found: list[Verdict]) -> 
         ]
     parts += ["", f"node peak RSS (VmHWM): {_rss(result)}", "", _targets_table(found)]
     return "\n".join(parts)
+
+
+def _plain_table(size: SizeResult, lineup: Lineup) -> str:
+    """Per-message acked with the identical plain NATS request on both sides."""
+    headers = ["same plain NATS request per record, both sides", "records/s", "MB/s"]
+    rows = [
+        [side.title, num(t.records_per_s), f"{t.mb_per_s:.2f}"]
+        for side in lineup.sides
+        if (t := size.plain.get(side.key)) is not None
+    ]
+    ratio = size.plain_ratio
+    if ratio is not None:
+        rows.append([f"{lineup.liftlog.title} / {lineup.reference.title}", f"{ratio:.2f}x", ""])
+    return render_table(headers, rows)
 
 
 def _reads_table(size: SizeResult) -> str:

@@ -36,12 +36,23 @@ class SizeResult:
     leaders: dict[str, str] = field(default_factory=dict)
     # Stored records read back, by reader (Liftlog's client, REST Arrow, JetStream pull).
     reads: dict[str, Throughput] = field(default_factory=dict)
+    # Per-message acked through the same plain NATS request code on both sides.
+    plain: dict[str, Throughput] = field(default_factory=dict)
+    plain_rounds: dict[str, list[Throughput]] = field(default_factory=dict)
 
     @property
     def per_message_ratio(self) -> float:
         """Liftlog per-message acked records/s over the reference JetStream side's."""
         js = self.per_message[self.reference].records_per_s
         return self.per_message[self.liftlog].records_per_s / js if js > 0 else 0.0
+
+    @property
+    def plain_ratio(self) -> float | None:
+        """The same ratio with the identical plain request on both sides (None: not measured)."""
+        ours, theirs = self.plain.get(self.liftlog), self.plain.get(self.reference)
+        if ours is None or theirs is None or theirs.records_per_s <= 0:
+            return None
+        return ours.records_per_s / theirs.records_per_s
 
     @property
     def batch_ratio(self) -> float:
@@ -59,6 +70,20 @@ class SizeResult:
             body["fire_and_forget"] = self.fire_forget.to_json()
         if self.reads:
             body["consumer_reads"] = {k: v.to_json() for k, v in self.reads.items()}
+        if self.plain:
+            body["per_message_plain_request"] = {
+                k: {
+                    **v.to_json(),
+                    "rounds_records_per_s": [
+                        round(r.records_per_s, 1) for r in self.plain_rounds.get(k, [])
+                    ],
+                }
+                for k, v in self.plain.items()
+            }
+            ratio = self.plain_ratio
+            body["plain_request_ratio_liftlog_to_jetstream"] = (
+                round(ratio, 3) if ratio is not None else None
+            )
         if self.stored:
             body["stored"] = {k: v.to_json() for k, v in self.stored.items()}
             body["leaders_at_start"] = self.leaders

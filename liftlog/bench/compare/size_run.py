@@ -32,6 +32,7 @@ from liftlog.bench.publish.acked import measure_acked
 from liftlog.bench.publish.batches import measure_batches
 from liftlog.bench.publish.fire_forget import FireForget, FireForgetTarget, measure_fire_forget
 from liftlog.bench.publish.latency import measure_latency
+from liftlog.bench.publish.plain_request import PlainRequestPublisher, ReplyInbox
 from liftlog.bench.publish.publishers import JetStreamPublisher, LiftlogPublisher, Publisher
 from liftlog.bench.publish.replica_check import (
     StoredCheck,
@@ -65,6 +66,8 @@ class Connections:
     log_dir: Path
     # Processes whose CPU each measurement reports: publisher (this process), NATS, nodes ...
     pids: Mapping[str, int]
+    # A reply inbox on a plain nats-py connection per side, for the identical-request rounds.
+    inboxes: Mapping[str, ReplyInbox]
 
 
 @dataclass
@@ -101,6 +104,7 @@ async def measure_size(
     pubs = await open_streams(run)
     leaders = await wait_in_sync(run) if lineup.replicated else {}
     rounds = await acked_rounds(run, pubs, value)
+    plain = await acked_rounds(run, plain_publishers(run), value, "plain NATS request, ")
     batches, per_batch = await producer_batches(run, value)
     latency = await latencies(run, pubs, value)
     reads = await consumer_reads(run)
@@ -115,6 +119,8 @@ async def measure_size(
         latency,
         leaders=leaders,
         reads=reads,
+        plain={key: median_round(r) for key, r in plain.items()},
+        plain_rounds=plain,
     )
     if lineup.replicated:
         progress.say(f"{run.label}: checking what each side stored against what it acked ...")
@@ -161,6 +167,19 @@ async def open_streams(run: SizeRun) -> dict[str, Publisher]:
     return {key: CountingPublisher(pub, run.tally, key) for key, pub in found.items()}
 
 
+def plain_publishers(run: SizeRun) -> dict[str, Publisher]:
+    """Liftlog's stream and the reference JetStream stream through the same plain request
+    code (``plain_request``), counting acked records like the clients' rounds."""
+    found: dict[str, Publisher] = {}
+    for side in (run.lineup.liftlog, run.lineup.reference):
+        inbox = run.conns.inboxes.get(side.key)
+        if inbox is not None and (side is run.lineup.liftlog or side.key in run.conns.jetstreams):
+            subject = side.stream_for(run.size)[1]
+            pub = PlainRequestPublisher(inbox, subject, f"{side.title} (plain request)")
+            found[side.key] = CountingPublisher(pub, run.tally, side.key)
+    return found
+
+
 async def wait_in_sync(run: SizeRun) -> dict[str, str]:
     """Wait until every replica of each side's stream is in sync (so ``acks=all`` waits for
     all of them, and a JetStream stream just created is done electing); their leaders."""
@@ -183,7 +202,7 @@ def median_round(rounds: list[Throughput]) -> Throughput:
 
 
 async def acked_rounds(
-    run: SizeRun, pubs: Mapping[str, Publisher], value: bytes
+    run: SizeRun, pubs: Mapping[str, Publisher], value: bytes, how: str = ""
 ) -> dict[str, list[Throughput]]:
     """Every side in turn for ``acked_rounds`` rounds (a ``one_round`` side in the first only)."""
     settings, progress = run.settings, run.progress
@@ -194,7 +213,7 @@ async def acked_rounds(
             if key in once and n > 0:
                 continue
             progress.say(
-                f"{run.label}: per-message acked, {pub.label}, round {n + 1}, "
+                f"{run.label}: per-message acked, {how}{pub.label}, round {n + 1}, "
                 f"{settings.records:,} records ..."
             )
             tp = await measure_acked(pub, value, settings, progress, run.conns.pids)

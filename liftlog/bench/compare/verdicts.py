@@ -57,6 +57,19 @@ def _acked_verdicts(size: SizeResult, lineup: Lineup) -> list[Verdict]:
     label = size_label(size.record_bytes)
     ours = f"RF={lineup.replication_factor} " if lineup.replicated else ""
     theirs = lineup.reference.title
+    plain = size.plain_ratio
+    same_request = (
+        []
+        if plain is None
+        else [
+            Verdict(
+                f"{ours}per-message acked, same plain request >= {theirs}",
+                label,
+                f"{plain:.2f}x",
+                plain >= PER_MESSAGE_TARGET_RATIO,
+            )
+        ]
+    )
     return [
         Verdict(
             f"{ours}per-message acked >= {theirs} per-message",
@@ -64,6 +77,7 @@ def _acked_verdicts(size: SizeResult, lineup: Lineup) -> list[Verdict]:
             f"{size.per_message_ratio:.2f}x",
             size.per_message_ratio >= PER_MESSAGE_TARGET_RATIO,
         ),
+        *same_request,
         Verdict(
             f"{ours}producer batches >= 10x {theirs} per-message",
             label,

@@ -65,6 +65,20 @@ def test_per_message_acked_on_every_side(bench_json):
     assert result["per_message_ratio_liftlog_to_jetstream"] > 0
 
 
+def test_the_same_plain_request_on_both_sides(bench_json):
+    """Liftlog and the reference JetStream stream through identical publisher code."""
+    (result,) = bench_json["results"]
+    plain = result["per_message_plain_request"]
+    assert sorted(plain) == ["jetstream", "liftlog"]
+    for side, figures in plain.items():
+        assert figures["records"] == SMOKE_RECORDS, side
+        assert figures["failed"] == 0, (side, figures["first_error"])
+        assert len(figures["rounds_records_per_s"]) == 3, side
+    assert result["plain_request_ratio_liftlog_to_jetstream"] > 0
+    targets = [t["target"] for t in bench_json["targets"]]
+    assert "per-message acked, same plain request >= JetStream" in targets
+
+
 def test_producer_batches(bench_json):
     batches = bench_json["results"][0]["producer_batches"]
     assert batches["records_per_batch"] > 0
@@ -167,6 +181,11 @@ def test_replicated_mode_reports_every_figure_and_loses_nothing(tmp_path):
     assert batches["liftlog_rf3"]["records"] >= REPLICATED_SMOKE_RECORDS
     assert batches["ratio_to_jetstream_per_message"] > 0
     assert result["per_message_ratio_liftlog_to_jetstream"] > 0
+    plain = result["per_message_plain_request"]
+    assert sorted(plain) == ["jetstream_r3", "liftlog_rf3"]
+    assert all(
+        p["failed"] == 0 and p["records"] == REPLICATED_SMOKE_RECORDS for p in plain.values()
+    )
     assert sorted(body["node_peak_rss_mb"]) == ["node-1", "node-2", "node-3"]
     assert body["targets"] and all(isinstance(t["met"], bool) for t in body["targets"])
     assert body["fanout"]["woken"] == SMOKE_FANOUT  # the polls went to the partition's leader
