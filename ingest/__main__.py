@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.abc
+import importlib.machinery
 import logging
 import sys
 from collections.abc import Coroutine
@@ -27,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     except LiftlogError as exc:
         print(f"liftlog node: {exc.message}", file=sys.stderr)
         return 2
+    _without_pandas()
     from ingest.node import IngestNode  # imported late: config errors print fast
 
     try:
@@ -35,6 +38,26 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("liftlog.node").error("node stopped: %s", exc.message)
         return 1
     return 0
+
+
+class _PandasAbsent(importlib.abc.MetaPathFinder):
+    """Makes pandas unimportable in the node process. pyarrow imports pandas, when it is
+    installed (Spark's side needs it), the first time it checks whether a value is a
+    DataFrame, which a Delta commit does: about 40 MB that a node, which never builds a
+    DataFrame, would hold for its whole life. pyarrow takes its own path without pandas when
+    the import fails."""
+
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname == "pandas" or fullname.startswith("pandas."):
+            raise ModuleNotFoundError(f"{fullname} is not used by a node", name=fullname)
+        return None
+
+
+def _without_pandas() -> None:
+    if "pandas" not in sys.modules:
+        sys.meta_path.insert(0, _PandasAbsent())
 
 
 def _run(main: Coroutine[object, object, None]) -> None:
