@@ -115,6 +115,16 @@ class _Round:
     records: int = 0
     table_version: int | None = None
     adopted: bool = False
+    seen_version: int | None = None
+    """The table version ``lake_start_offset`` was read at (or committed as)."""
+
+
+@dataclass(frozen=True)
+class _Known:
+    """What the last round learnt of the table: its start offset, valid at ``version``."""
+
+    version: int | None = None
+    lake_start_offset: int | None = None
 
 
 class PartitionExporter:
@@ -145,6 +155,7 @@ class PartitionExporter:
         )
         self.lake_offset: int | None = None
         self.lake_start_offset: int | None = None
+        self._known = _Known()
         self._wake = asyncio.Event()
         self._waiters: list[tuple[int, asyncio.Future[int]]] = []
         self._idle = False
@@ -246,7 +257,7 @@ class PartitionExporter:
         self._lag_gauge.set(max(0, hw - lake))
         self._resolve_waiters()
         if self._should_export(lake, hw):
-            self._apply(await in_lake_thread(self._export_round, lake, hw))
+            self._apply(await in_lake_thread(self._export_round, lake, hw, self._known))
         else:
             await self._sleep_until_due(lake, hw)
 
@@ -281,6 +292,7 @@ class PartitionExporter:
         previous = self.lake_offset
         self.lake_offset = outcome.lake_offset
         self.lake_start_offset = outcome.lake_start_offset
+        self._known = _Known(outcome.seen_version, outcome.lake_start_offset)
         self._offset_gauge.set(outcome.lake_offset)
         self._cadence.exported(outcome.lake_offset)
         if outcome.records:
@@ -340,15 +352,26 @@ class PartitionExporter:
         return _Round(
             self._table_offset(snapshot.exported_offset(self._target.partition)),
             snapshot.first_offset(self._target.partition),
+            seen_version=snapshot.version,
         )
 
-    def _export_round(self, expected: int, hw: int) -> _Round:
-        """One round: check the table's version, read ``[expected, HW)`` (capped), commit."""
+    def _export_round(self, expected: int, hw: int, known: _Known) -> _Round:
+        """One round: check the table's version, read ``[expected, HW)`` (capped), commit.
+
+        The partition's first lake offset comes from the files' statistics, a listing that
+        grows with the table and holds the interpreter lock while it is built; it is read
+        again only when someone else (compaction, lake retention, another leader) committed
+        since this exporter last learnt it."""
         snapshot = self._table.snapshot()
+        version = snapshot.version
         lake = self._table_offset(snapshot.exported_offset(self._target.partition))
-        first = snapshot.first_offset(self._target.partition)
+        first = (
+            known.lake_start_offset
+            if known.version == version
+            else snapshot.first_offset(self._target.partition)
+        )
         if lake != expected or lake >= hw:
-            return _Round(lake, first, adopted=True)
+            return _Round(lake, first, adopted=True, seen_version=version)
         if not self._still_allowed():  # fenced for now: do not even read
             raise NotLeaderError(f"no longer allowed to export {self._name}")
         log_ = self._log()
@@ -364,9 +387,12 @@ class PartitionExporter:
             cipher=cipher,
         )
         if not chunk.records:
-            return _Round(lake, first)
-        version = self._commit(snapshot, chunk, start, cipher)
-        return _Round(chunk.end_offset, start if first is None else first, chunk.records, version)
+            return _Round(lake, first, seen_version=version)
+        committed = self._commit(snapshot, chunk, start, cipher)
+        first = start if first is None else first
+        # a commit that landed past another writer's leaves the start offset unknown
+        seen = committed if committed == version + 1 else None
+        return _Round(chunk.end_offset, first, chunk.records, committed, seen_version=seen)
 
     def _commit(
         self, snapshot: LakeSnapshot, chunk: LakeRange, start: int, cipher: ValueCipher | None

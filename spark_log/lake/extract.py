@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from spark_log.lake.convert import to_lake_batch
+from spark_log.lake.convert import to_lake_table
 from spark_log.lake.layout import LAKE_SCHEMA
 from spark_log.log import PartitionLog
 from spark_log.log.records import rows_in_range
@@ -54,7 +54,8 @@ def read_range(
     ``cipher``: an encrypted stream's partition cipher; values come out decrypted (the lake
     file is encrypted as a whole by Parquet modular encryption, ``encrypted_export``), and
     without it an encrypted batch is refused (KeyUnavailableError)."""
-    batches: list[pa.RecordBatch] = []
+    stored: list[pa.RecordBatch] = []
+    firsts: list[int] = []
     offset, log_bytes = start_offset, 0
     while offset < end_offset and offset - start_offset < max_records and log_bytes < max_bytes:
         data = log.read(offset, min(READ_CHUNK_BYTES, max_bytes - log_bytes), end_offset)
@@ -70,8 +71,9 @@ def read_range(
             cipher=cipher,
         )
         for piece in pieces:
-            batches.append(to_lake_batch(piece.rows, partition, piece.first_offset))
+            stored.append(piece.rows)
+            firsts.append(piece.first_offset)
             offset = piece.first_offset + piece.rows.num_rows
             log_bytes += piece.stored_bytes
-    table = pa.Table.from_batches(batches, schema=LAKE_SCHEMA)
+    table = to_lake_table(stored, partition, firsts) if stored else LAKE_SCHEMA.empty_table()
     return LakeRange(start_offset, offset, table, log_bytes)
