@@ -22,7 +22,7 @@ from liftlog.bench.compare.sides import PUBLISHER
 from liftlog.bench.compare.size_run import Connections, measure_size
 from liftlog.bench.compare.stack import BenchStack, bench_stack
 from liftlog.bench.compare.verdicts import verdicts
-from liftlog.bench.consume.fanout import DEFAULT_FANOUT, measure_fanout
+from liftlog.bench.consume.fanout import DEFAULT_FANOUT, measure_client_fanout, measure_fanout
 from liftlog.bench.jetstream.server import varz
 from liftlog.bench.publish.plain_request import ReplyInbox
 from liftlog.bench.publish.settings import ACK_TIMEOUT_S, DEFAULT_SIZES, BenchSettings
@@ -140,6 +140,8 @@ async def _measure_all(
         if fanout > 0:
             progress.say(f"fan-out: {fanout} long polls woken by one publish ...")
             result.fanout = await measure_fanout(client, fanout)
+            progress.say(f"fan-out: {fanout} Client.subscribe iterators woken by one publish ...")
+            result.fanout_clients = await measure_client_fanout(client, fanout)
     return result
 
 

@@ -29,6 +29,7 @@ from spark_log.api_models import (
     StreamList,
     StreamSummary,
 )
+from spark_log.client.async_http import AsyncHttp
 from spark_log.client.auth_admin import AuthAdminMixin
 from spark_log.client.credentials import ClientCredentials, rest_credentials
 from spark_log.client.cursors import CursorMixin
@@ -59,7 +60,7 @@ from spark_log.client.publish_retry import (
     retry_delay,
     stored_nothing,
 )
-from spark_log.client.rest import DEFAULT_SERVER, RestClient
+from spark_log.client.rest import DEFAULT_SERVER, RestClient, RestResponse, error_from_response
 from spark_log.errors import (
     CursorNotFoundError,
     InvalidRequestError,
@@ -92,6 +93,7 @@ from spark_log.wire import (
 DEFAULT_ACK_TIMEOUT_S = 10.0
 DEFAULT_POLL_WAIT_MS = 1000
 DEFAULT_FETCH_RECORDS = 1000
+HTTP_ERROR = 400
 MAX_IN_FLIGHT = 65536
 DISCOVERED_NATS_RECONNECT_ATTEMPTS = 3
 # a retry cut short by the delivery timeout still waits this long for its ack
@@ -125,6 +127,8 @@ class Client(AuthAdminMixin, CursorMixin):
         # REST credentials: ``credentials`` (a token, a CA, a client certificate), ``token``
         # alone, or else LIFTLOG_TOKEN / LIFTLOG_*_FILE / LIFTLOG_CREDENTIALS_FILE
         self.rest = RestClient(servers, credentials=rest_credentials(token, credentials))
+        # fetches (which may wait at a partition's end) run on the loop, not on threads
+        self._http = AsyncHttp(self.rest.credentials.ssl_context())
         self.nats_url = nats_url
         # None: from LIFTLOG_NATS_* (anonymous when unset); resolved now, so a bad setting
         # fails here rather than at the first publish
@@ -161,6 +165,7 @@ class Client(AuthAdminMixin, CursorMixin):
             if not fut.done():
                 fut.cancel()
         self._waiting.clear()
+        await self._http.close()
         if self._nc is not None and self._owns_nc and not self._nc.is_closed:
             await self._nc.drain()
         self._nc = None
@@ -470,19 +475,12 @@ class Client(AuthAdminMixin, CursorMixin):
         }
         path = f"/v1/streams/{stream}/partitions/{partition}/records"
         server = await self._leader_url(stream, partition)
-        try:
-            resp = await asyncio.to_thread(
-                self.rest.request,
-                "GET",
-                path,
-                params=params,
-                server=server,
-                headers={"Accept": ARROW_STREAM_MEDIA_TYPE},
-                timeout_s=self.rest.timeout_s + wait_ms / 1000,
-            )
-        except NotLeaderError:
-            self._leaders.pop((stream, partition), None)
-            raise
+        resp = await self._get_records(server, path, params, wait_ms)
+        if resp.status >= HTTP_ERROR:
+            error = error_from_response(resp.status, resp.body)
+            if isinstance(error, NotLeaderError):
+                self._leaders.pop((stream, partition), None)
+            raise error
         records = decode_fetch_arrow(resp.body)
         hw = int(resp.headers.get("liftlog-high-watermark", "0"))
         ended = resp.headers.get("liftlog-end-reached") == "true"
@@ -679,6 +677,20 @@ class Client(AuthAdminMixin, CursorMixin):
                 return spec
             spec = self._specs[stream] = (await self.describe_stream(stream)).spec
         return spec
+
+    async def _get_records(
+        self, server: str | None, path: str, params: Mapping[str, object], wait_ms: int
+    ) -> RestResponse:
+        """The fetch's answer from ``server``, or (leader unknown) the first node that answers."""
+        headers = {**self.rest.credentials.headers(), "Accept": ARROW_STREAM_MEDIA_TYPE}
+        timeout_s = self.rest.timeout_s + wait_ms / 1000
+        last: UnavailableError | None = None
+        for base in [server] if server else self.rest.servers:
+            try:
+                return await self._http.get(base, path, params, headers, timeout_s)
+            except UnavailableError as exc:
+                last = exc
+        raise UnavailableError(f"no Liftlog node answered ({', '.join(self.rest.servers)}): {last}")
 
     async def _leader_url(self, stream: str, partition: int) -> str | None:
         url = self._leaders.get((stream, partition))

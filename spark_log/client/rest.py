@@ -125,14 +125,18 @@ def _build_request(
 
 
 def _typed_error(exc: urllib.error.HTTPError) -> LiftlogError:
-    body = exc.read()
+    return error_from_response(exc.code, exc.read())
+
+
+def error_from_response(status: int, body: bytes) -> LiftlogError:
+    """A node's error answer as its typed error (``status`` kept on it)."""
     try:
         payload = json.loads(body)
     except ValueError:
-        return UnavailableError(f"HTTP {exc.code}: {body[:200]!r}")
+        return UnavailableError(f"HTTP {status}: {body[:200]!r}")
     if isinstance(payload, dict) and "error" in payload:
         err = error_from_json(payload["error"])
     else:
-        err = LiftlogError(f"HTTP {exc.code}: {payload}")
-    err.status = exc.code
+        err = LiftlogError(f"HTTP {status}: {payload}")
+    err.status = status
     return err

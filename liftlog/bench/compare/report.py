@@ -43,7 +43,9 @@ def render_report(result: BenchResult, lineup: Lineup, found: list[Verdict]) -> 
         if size.reads:
             parts += ["", _reads_table(size)]
     if result.fanout is not None:
-        parts += ["", _fanout_line(result.fanout)]
+        parts += ["", _fanout_line(result.fanout, "REST long polls")]
+    if result.fanout_clients is not None:
+        parts.append(_fanout_line(result.fanout_clients, "Client.subscribe iterators"))
     if result.isr_changes:
         changes = result.isr_changes
         parts += [
@@ -79,10 +81,10 @@ def _reads_table(size: SizeResult) -> str:
     return render_table(headers, rows)
 
 
-def _fanout_line(fanout: FanoutResult) -> str:
+def _fanout_line(fanout: FanoutResult, readers: str) -> str:
     wake = fanout.wake
     return (
-        f"fan-out: {fanout.woken} of {fanout.pollers} REST long polls on one partition woken "
+        f"fan-out: {fanout.woken} of {fanout.pollers} {readers} on one partition woken "
         f"by one publish: p50 {num(wake.p50_ms)} ms, p99 {num(wake.p99_ms)} ms, "
         f"max {num(wake.max_ms)} ms"
     )

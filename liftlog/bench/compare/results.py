@@ -121,6 +121,8 @@ class BenchResult:
     # Each side's replica processes (node-1 ..., bench-r3-1 ...), for the CPU figures.
     replica_names: dict[str, list[str]] = field(default_factory=dict)
     fanout: FanoutResult | None = None
+    # the same with Client.subscribe iterators instead of raw REST long polls
+    fanout_clients: FanoutResult | None = None
     # ISR shrinks and expands the Liftlog nodes counted over the run (0 and 0 when healthy)
     isr_changes: dict[str, int] = field(default_factory=dict)
 
@@ -137,6 +139,8 @@ class BenchResult:
             body["replicas"] = self.replica_names
         if self.fanout is not None:
             body["fanout"] = self.fanout.to_json()
+        if self.fanout_clients is not None:
+            body["fanout_client_subscriptions"] = self.fanout_clients.to_json()
         if self.isr_changes:
             body["isr_changes"] = dict(self.isr_changes)
         return body

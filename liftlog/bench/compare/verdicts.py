@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 
 from liftlog.bench.compare.lineup import Lineup
 from liftlog.bench.compare.results import BenchResult, SizeResult
+from liftlog.bench.consume.fanout import FanoutResult
 from liftlog.bench.consume.reads import READ_ARROW, READ_CLIENT, READ_PULL, READ_TITLES
 from liftlog.bench.publish.fire_forget import FireForget
 from liftlog.bench.toolkit.json_object import JsonObject
@@ -21,6 +22,7 @@ BATCH_TARGET_RATIO = 10.0
 FIRE_FORGET_TARGET_RATIO = 0.5
 RSS_TARGET_MB = 300.0
 READ_TARGET_RATIO = 1.0
+FANOUT_TARGET_P99_MS = 100.0
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,12 @@ def verdicts(result: BenchResult, lineup: Lineup) -> list[Verdict]:
         if size.stored:
             found += _replica_verdicts(size, lineup)
         found += _read_verdicts(size)
+    for readers, fanout in (
+        ("REST long polls", result.fanout),
+        ("client subscriptions", result.fanout_clients),
+    ):
+        if fanout is not None:
+            found.append(_fanout_verdict(readers, fanout))
     if result.node_peak_rss_mb:
         peak = max(result.node_peak_rss_mb.values())
         nodes = len(result.node_peak_rss_mb)
@@ -85,6 +93,16 @@ def _acked_verdicts(size: SizeResult, lineup: Lineup) -> list[Verdict]:
             size.batch_ratio >= BATCH_TARGET_RATIO,
         ),
     ]
+
+
+def _fanout_verdict(readers: str, fanout: FanoutResult) -> Verdict:
+    p99 = fanout.wake.p99_ms
+    return Verdict(
+        f"{fanout.pollers} {readers} woken by one publish, p99 <= 100 ms",
+        None,
+        f"{p99:.0f} ms, {fanout.woken} woken",
+        fanout.woken == fanout.pollers and p99 <= FANOUT_TARGET_P99_MS,
+    )
 
 
 def _read_verdicts(size: SizeResult) -> list[Verdict]:

@@ -1,10 +1,13 @@
-"""Fan-out: many REST long polls waiting at a partition's HW, all woken by one publish.
+"""Fan-out: many readers waiting at a partition's HW, all woken by one publish.
 
-Every poll asks for the offset after the last committed record with a long wait, so each one
-waits at the HW on the node. Once the node's ``liftlog_fetch_waiters`` shows them all
-waiting, one acks=all record is published; each poll's wake-up is the time from that publish
-to its answer arriving. A node that wakes its waiters one by one, or reads the log once per
-waiter, shows it in the tail of that distribution.
+Two kinds of reader, measured one after the other: raw REST long polls, and
+``Client.subscribe`` iterators (all in this one process, as an application following a
+partition many times over would run them). Every reader asks for the offset after the last
+committed record with a long wait, so each one waits at the HW on the node. Once the node's
+``liftlog_fetch_waiters`` shows them all waiting, one acks=all record is published; each
+reader's wake-up is the time from that publish to the record reaching it. A node that wakes
+its waiters one by one, or reads the log once per waiter, shows it in the tail of that
+distribution; so does a client that cannot keep that many fetches waiting at once.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from spark_log.client import Client
 DEFAULT_FANOUT = 1000
 """Long polls of a run's fan-out measurement (``liftlog bench --fanout``)."""
 FANOUT_STREAM = "bench-fanout"
+CLIENT_FANOUT_STREAM = "bench-fanout-clients"
+WAKE_TIMEOUT_S = 60.0
 POLL_WAIT_MS = 60_000
 WAITING_TIMEOUT_S = 60.0
 WAITING_POLL_S = 0.05
@@ -66,6 +71,39 @@ async def measure_fanout(client: Client, pollers: int) -> FanoutResult:
             task.cancel()
         await client.delete_stream(FANOUT_STREAM)
     return _result(pollers, done, published_at)
+
+
+async def measure_client_fanout(client: Client, subscribers: int) -> FanoutResult:
+    """``subscribers`` ``Client.subscribe`` iterators on one partition, woken by one publish."""
+    stream = CLIENT_FANOUT_STREAM
+    await client.create_stream(stream, f"bench.fanout.clients.{subscribers}")
+    api_url = await leader_url(client, stream)
+    first = await client.publish(stream, b"before", ack_policy="all")
+    if first is None:
+        raise BenchError("the first fan-out record was not acknowledged")
+    arrived: list[float] = []
+
+    async def follow() -> None:
+        start = first.offset + 1
+        async for _record in client.subscribe(
+            stream, start=start, max_records=1, poll_wait_ms=POLL_WAIT_MS
+        ):
+            arrived.append(time.perf_counter())
+
+    followers = [asyncio.ensure_future(follow()) for _ in range(subscribers)]
+    try:
+        await _all_waiting(api_url, subscribers)
+        published_at = time.perf_counter()
+        await client.publish(stream, b"wake", ack_policy="all")
+        await asyncio.wait_for(asyncio.gather(*followers), WAKE_TIMEOUT_S)
+    finally:
+        for task in followers:
+            task.cancel()
+        await client.delete_stream(stream)
+    wake = Latency.from_samples(
+        [at - published_at for at in arrived], subscribers - len(arrived), 0
+    )
+    return FanoutResult(subscribers, len(arrived), wake)
 
 
 async def _all_waiting(api_url: str, pollers: int) -> None:

@@ -124,11 +124,14 @@ def test_stored_records_are_read_back_by_every_reader(bench_json):
         assert figures["records"] == SMOKE_RECORDS and figures["records_per_s"] > 0, reader
 
 
-def test_fanout_wakes_every_long_poll(bench_json):
-    fanout = bench_json["fanout"]
+@pytest.mark.parametrize("readers", ["fanout", "fanout_client_subscriptions"])
+def test_fanout_wakes_every_long_poll_and_every_subscription(bench_json, readers):
+    fanout = bench_json[readers]
     assert fanout["pollers"] == fanout["woken"] == SMOKE_FANOUT
     wake = fanout["wake"]
     assert wake["failed"] == 0 and 0 < wake["p50_ms"] <= wake["p99_ms"] <= wake["max_ms"]
+    targets = [t["target"] for t in bench_json["targets"]]
+    assert any(t.startswith(f"{SMOKE_FANOUT} ") and "p99 <= 100 ms" in t for t in targets)
 
 
 def test_node_rss_and_targets(bench_json):
@@ -189,6 +192,7 @@ def test_replicated_mode_reports_every_figure_and_loses_nothing(tmp_path):
     assert sorted(body["node_peak_rss_mb"]) == ["node-1", "node-2", "node-3"]
     assert body["targets"] and all(isinstance(t["met"], bool) for t in body["targets"])
     assert body["fanout"]["woken"] == SMOKE_FANOUT  # the polls went to the partition's leader
+    assert body["fanout_client_subscriptions"]["woken"] == SMOKE_FANOUT
     reads = result["consumer_reads"]  # from the leader, whichever node that is
     assert reads["liftlog_rest_arrow"]["records"] == REPLICATED_SMOKE_RECORDS
     assert reads["jetstream_pull_consumer"]["records"] == REPLICATED_SMOKE_RECORDS
