@@ -3,7 +3,7 @@ across a lake export with no loss and no duplicate, trigger delays, and visible 
 
 from __future__ import annotations
 
-import time
+import datetime as dt
 import uuid
 
 import pytest
@@ -122,13 +122,20 @@ def test_min_offsets_wait_for_the_trigger_delay(spark, lake_node, tmp_path):
     )
     try:
         wait_for(lambda: query.recentProgress, timeout_s=60, message="the first trigger")
-        started = time.monotonic()
         publish(api, stream, {0: 10})  # far below the minimum: waits for the delay
         table = stream.replace("-", "_")
         wait_for(lambda: spark.table(table).count() == 10, timeout_s=60, message="10 rows")
-        assert time.monotonic() - started >= delay_s - 0.5
+        # the delay runs from the batch before (Spark's clock, as the query saw it)
+        progress = {p["batchId"]: p for p in query.recentProgress}
+        loaded = next(b for b, p in progress.items() if p["numInputRows"] == 10)
+        waited = _batch_time(progress[loaded]) - _batch_time(progress[loaded - 1])
+        assert waited >= delay_s - 0.5, progress
     finally:
         query.stop()
+
+
+def _batch_time(progress: dict) -> float:
+    return dt.datetime.fromisoformat(progress["timestamp"]).timestamp()
 
 
 def test_offsets_that_went_backwards(spark, lake_node, tmp_path):
