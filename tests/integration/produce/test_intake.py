@@ -4,6 +4,7 @@ and restarted under it, and queue groups."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -81,9 +82,11 @@ async def _publish(nc: NatsClient, subject: str, values: list[bytes]) -> None:
     await nc.flush()
 
 
-async def test_messages_arrive_in_batches_and_every_ack_reaches_its_inbox(
+@contextlib.asynccontextmanager
+async def _answering(
     server: NatsServer, publisher: NatsClient
-) -> None:
+) -> AsyncIterator[tuple[IntakeConnection, Answering, Acks]]:
+    """An intake answering every message on ``orders.in``, and the publisher's inbox."""
     acks = Acks()
     await publisher.subscribe("_INBOX.test.*", cb=acks.on_ack)
     intake = _intake(server.url)
@@ -92,27 +95,27 @@ async def test_messages_arrive_in_batches_and_every_ack_reaches_its_inbox(
         answering = Answering(intake)
         intake.subscribe("orders.in", "", answering)
         await intake.flush(TIMEOUT_S)
+        yield intake, answering, acks
+    finally:
+        await intake.close()
+
+
+async def test_messages_arrive_in_batches_and_every_ack_reaches_its_inbox(
+    server: NatsServer, publisher: NatsClient
+) -> None:
+    async with _answering(server, publisher) as (_, answering, acks):
         values = [str(i).encode() for i in range(MESSAGES)]
         await _publish(publisher, "orders.in", values)
         await wait_for_async(lambda: len(acks.received) == MESSAGES, TIMEOUT_S, message="acks")
         assert answering.values == values  # in order, each once
         assert any(len(batch) > 1 for batch in answering.batches)
         assert acks.received == {v.decode(): b"ack:" + v for v in values}
-    finally:
-        await intake.close()
 
 
 async def test_a_killed_server_is_reconnected_to_with_the_subscriptions(
     server: NatsServer, publisher: NatsClient
 ) -> None:
-    acks = Acks()
-    await publisher.subscribe("_INBOX.test.*", cb=acks.on_ack)
-    intake = _intake(server.url)
-    await intake.connect()
-    try:
-        answering = Answering(intake)
-        intake.subscribe("orders.in", "", answering)
-        await intake.flush(TIMEOUT_S)
+    async with _answering(server, publisher) as (intake, answering, acks):
         await _publish(publisher, "orders.in", [b"before"])
         await wait_for_async(lambda: "before" in acks.received, TIMEOUT_S, message="first ack")
 
@@ -127,8 +130,6 @@ async def test_a_killed_server_is_reconnected_to_with_the_subscriptions(
         await wait_for_async(lambda: "after" in acks.received, TIMEOUT_S, message="new ack")
         assert answering.values == [b"before", b"after"]
         assert intake.reconnects == 1
-    finally:
-        await intake.close()
 
 
 async def test_acks_made_while_cut_off_are_sent_once_reconnected(
