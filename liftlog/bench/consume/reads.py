@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import nats.errors
+import nats.js.errors
 import pyarrow.ipc as ipc
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
@@ -22,6 +24,8 @@ from spark_log.client import Client
 from spark_log.client.rest import RestClient
 from spark_log.wire import ARROW_STREAM_MEDIA_TYPE
 
+CONSUMER_READY_TIMEOUT_S = 30.0
+CONSUMER_READY_POLL_S = 0.05
 READ_CLIENT = "liftlog_client_subscribe"
 READ_ARROW = "liftlog_rest_arrow"
 READ_PULL = "jetstream_pull_consumer"
@@ -72,13 +76,32 @@ async def read_jetstream(
     """``records`` records through a pull consumer from the first message, without acks."""
     config = ConsumerConfig(ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.ALL)
     sub = await js.pull_subscribe(subject, stream=stream, config=config)
-    started = time.perf_counter()
-    count = 0
     try:
+        await _consumer_ready(sub)
+        started = time.perf_counter()
+        count = 0
         async with asyncio.timeout(READ_TIMEOUT_S):
             while count < records:
                 batch = min(READ_BATCH, records - count)
                 count += len(await sub.fetch(batch, timeout=FETCH_TIMEOUT_S))
+    except (TimeoutError, nats.errors.Error) as exc:
+        raise BenchError(f"the JetStream pull consumer of {stream} failed: {exc!r}") from exc
     finally:
         await sub.unsubscribe()
     return Throughput(count, size, time.perf_counter() - started)
+
+
+async def _consumer_ready(sub: JetStreamContext.PullSubscription) -> None:
+    """Until the new consumer has a leader: on a JetStream cluster its fetches are answered
+    503 while its replicas elect one, and that wait is not reading."""
+    deadline = time.monotonic() + CONSUMER_READY_TIMEOUT_S
+    while True:
+        try:
+            info = await sub.consumer_info()
+        except nats.js.errors.ServiceUnavailableError:
+            info = None
+        if info is not None and (info.cluster is None or info.cluster.leader):
+            return
+        if time.monotonic() > deadline:
+            raise BenchError("the JetStream pull consumer got no leader")
+        await asyncio.sleep(CONSUMER_READY_POLL_S)
