@@ -101,7 +101,7 @@ class IngestNode:
         self.nc: NatsClient | None = None
         self.zk = ZkSession.from_node_config(config)
         self.store = StreamStore(self.zk)
-        self.intake = IntakeConnection(intake_settings(config))
+        self.intake = IntakeConnection(intake_settings(config), self.metrics.nats_disconnects.inc)
         self.replicas = ReplicaManager(
             config, self.store, self.metrics, self.intake, self._nats, self.zk, clock
         )

@@ -111,8 +111,12 @@ class _Wire(asyncio.Protocol):
 class IntakeConnection:
     """Subscriptions delivered in batches and acks written in batches, on one NATS connection."""
 
-    def __init__(self, settings: IntakeSettings) -> None:
+    def __init__(
+        self, settings: IntakeSettings, on_disconnect: Callable[[], None] = lambda: None
+    ) -> None:
+        """``on_disconnect`` is told of every loss of an established connection."""
         self._settings = settings
+        self._on_disconnect = on_disconnect
         self._subs: dict[int, _Subscription] = {}
         self._next_sid = 1
         self._wire: _Wire | None = None
@@ -240,6 +244,7 @@ class IntakeConnection:
         self._fail_pongs(lost)
         if self._closing or not was_ready:
             return  # closing, or a connection being set up: its attempt fails by itself
+        self._on_disconnect()
         log.warning("NATS intake lost %s (%s); reconnecting", self.connected_url, exc or "closed")
         self._reconnecting = asyncio.create_task(self._reconnect(), name="nats-intake-reconnect")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import nats
@@ -43,10 +43,9 @@ async def publisher(server: NatsServer) -> AsyncIterator[NatsClient]:
         await nc.close()
 
 
-def _intake(url: str) -> IntakeConnection:
-    return IntakeConnection(
-        IntakeSettings(servers=(url,), name="test-intake", reconnect_wait_s=0.1)
-    )
+def _intake(url: str, on_disconnect: Callable[[], None] = lambda: None) -> IntakeConnection:
+    settings = IntakeSettings(servers=(url,), name="test-intake", reconnect_wait_s=0.1)
+    return IntakeConnection(settings, on_disconnect)
 
 
 class Acks:
@@ -138,8 +137,9 @@ async def test_acks_made_while_cut_off_are_sent_once_reconnected(
     acks = Acks()
     await publisher.subscribe("_INBOX.test.*", cb=acks.on_ack)
     await publisher.flush()
+    losses: list[None] = []
     with LinkProxy(server.host, server.port, name="intake") as proxy:
-        intake = _intake(f"nats://{proxy.address}")
+        intake = _intake(f"nats://{proxy.address}", lambda: losses.append(None))
         await intake.connect()
         try:
             proxy.reset()  # the intake's connection is reset, and every new one until pass_
@@ -149,6 +149,7 @@ async def test_acks_made_while_cut_off_are_sent_once_reconnected(
             proxy.pass_()
             await wait_for_async(lambda: "held" in acks.received, TIMEOUT_S, message="held ack")
             assert acks.received["held"] == b"ack:held" and intake.reconnects >= 1
+            assert len(losses) == intake.reconnects  # failed attempts are not losses
         finally:
             await intake.close()
 
