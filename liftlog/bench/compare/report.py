@@ -38,6 +38,14 @@ def render_report(result: BenchResult, lineup: Lineup, found: list[Verdict]) -> 
         parts.append(SizeTable(size, result, lineup).render())
         if size.plain:
             parts += ["", _plain_table(size, lineup)]
+        if size.visible is not None:
+            v = size.visible
+            parts += [
+                "",
+                f"publish -> visible to a Client.subscribe iterator ({lineup.liftlog.title}, "
+                f"{v.rate_per_s}/s): p50 {v.p50_ms:.2f} ms, p99 {v.p99_ms:.2f} ms, "
+                f"max {v.max_ms:.2f} ms, {v.count} seen, {v.failed} not",
+            ]
         if size.fire_forget is not None:
             parts += ["", _fire_forget_table(size.fire_forget, result, lineup)]
         if size.reads:

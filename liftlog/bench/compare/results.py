@@ -39,6 +39,8 @@ class SizeResult:
     # Per-message acked through the same plain NATS request code on both sides.
     plain: dict[str, Throughput] = field(default_factory=dict)
     plain_rounds: dict[str, list[Throughput]] = field(default_factory=dict)
+    # Liftlog: from a publish to a subscribed Client.subscribe iterator yielding the record
+    visible: Latency | None = None
 
     @property
     def per_message_ratio(self) -> float:
@@ -70,6 +72,8 @@ class SizeResult:
             body["fire_and_forget"] = self.fire_forget.to_json()
         if self.reads:
             body["consumer_reads"] = {k: v.to_json() for k, v in self.reads.items()}
+        if self.visible is not None:
+            body["publish_to_visible"] = {self.liftlog: self.visible.to_json()}
         if self.plain:
             body["per_message_plain_request"] = {
                 k: {

@@ -27,6 +27,7 @@ from liftlog.bench.consume.reads import (
     read_jetstream,
     read_with_client,
 )
+from liftlog.bench.consume.visible import measure_visibility
 from liftlog.bench.jetstream.server import create_js_stream_when_ready
 from liftlog.bench.publish.acked import measure_acked
 from liftlog.bench.publish.batches import measure_batches
@@ -107,6 +108,7 @@ async def measure_size(
     plain = await acked_rounds(run, plain_publishers(run), value, "plain NATS request, ")
     batches, per_batch = await producer_batches(run, value)
     latency = await latencies(run, pubs, value)
+    visible = await visibility(run, value)
     reads = await consumer_reads(run)
     result = SizeResult(
         size,
@@ -121,6 +123,7 @@ async def measure_size(
         reads=reads,
         plain={key: median_round(r) for key, r in plain.items()},
         plain_rounds=plain,
+        visible=visible,
     )
     if lineup.replicated:
         progress.say(f"{run.label}: checking what each side stored against what it acked ...")
@@ -261,6 +264,21 @@ async def latencies(
         )
         found[key] = lat = await measure_latency(pub, value, settings, run.conns.pids)
         progress.say(f"  p50 {lat.p50_ms:.2f} ms, p99 {lat.p99_ms:.2f} ms, max {lat.max_ms:.2f} ms")
+    return found
+
+
+async def visibility(run: SizeRun, value: bytes) -> Latency:
+    """Publish → visible to a ``Client.subscribe`` iterator, at the latency rate."""
+    settings, progress = run.settings, run.progress
+    stream = run.stream(run.lineup.liftlog)
+    progress.say(
+        f"{run.label}: publish -> visible to a subscriber, {run.lineup.liftlog.title}, "
+        f"{settings.latency_messages:,} records at {settings.latency_rate_per_s}/s"
+    )
+    found = await measure_visibility(
+        run.conns.client, stream, value, settings.latency_messages, settings.latency_rate_per_s
+    )
+    progress.say(f"  p50 {found.p50_ms:.2f} ms, p99 {found.p99_ms:.2f} ms")
     return found
 
 

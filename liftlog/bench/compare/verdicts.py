@@ -23,6 +23,7 @@ FIRE_FORGET_TARGET_RATIO = 0.5
 RSS_TARGET_MB = 300.0
 READ_TARGET_RATIO = 1.0
 FANOUT_TARGET_P99_MS = 100.0
+VISIBLE_TARGET_P99_MS_RF3 = 5.0
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,20 @@ def _acked_verdicts(size: SizeResult, lineup: Lineup) -> list[Verdict]:
             )
         ]
     )
+    visible = (
+        [
+            Verdict(
+                "RF=3 publish -> visible to a subscriber, p99 <= 5 ms",
+                label,
+                f"{size.visible.p99_ms:.2f} ms",
+                size.visible.failed == 0 and size.visible.p99_ms <= VISIBLE_TARGET_P99_MS_RF3,
+            )
+        ]
+        if lineup.replicated and size.visible is not None
+        else []
+    )
     return [
+        *visible,
         Verdict(
             f"{ours}per-message acked >= {theirs} per-message",
             label,

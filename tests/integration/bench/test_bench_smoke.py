@@ -79,6 +79,12 @@ def test_the_same_plain_request_on_both_sides(bench_json):
     assert "per-message acked, same plain request >= JetStream" in targets
 
 
+def test_publish_to_visible_for_a_subscriber(bench_json):
+    visible = bench_json["results"][0]["publish_to_visible"]["liftlog"]
+    assert visible["count"] > 0 and visible["failed"] == 0
+    assert 0 < visible["p50_ms"] <= visible["p99_ms"] <= visible["max_ms"]
+
+
 def test_producer_batches(bench_json):
     batches = bench_json["results"][0]["producer_batches"]
     assert batches["records_per_batch"] > 0
@@ -186,6 +192,7 @@ def test_replicated_mode_reports_every_figure_and_loses_nothing(tmp_path):
     assert result["per_message_ratio_liftlog_to_jetstream"] > 0
     plain = result["per_message_plain_request"]
     assert sorted(plain) == ["jetstream_r3", "liftlog_rf3"]
+    assert result["publish_to_visible"]["liftlog_rf3"]["failed"] == 0
     assert all(
         p["failed"] == 0 and p["records"] == REPLICATED_SMOKE_RECORDS for p in plain.values()
     )
