@@ -188,12 +188,12 @@ class IntakeConnection:
         self._next_sid += 1
         self._subs[sid] = _Subscription(subject, queue, handler)
         if self._ready:
-            self._write(sub_frame(subject, queue, sid))
+            self._write_now(sub_frame(subject, queue, sid))
         return sid
 
     def unsubscribe(self, sid: int) -> None:
         if self._subs.pop(sid, None) is not None and self._ready:
-            self._write(unsub_frame(sid))
+            self._write_now(unsub_frame(sid))
 
     def publish(self, subject: str, payload: bytes) -> None:
         """Queue a message (an ack); everything queued in one loop turn leaves in one write."""
@@ -371,6 +371,13 @@ class IntakeConnection:
         if not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
+
+    def _write_now(self, frame: bytes) -> None:
+        """Onto the socket in this loop turn, behind what is queued: a new leader's SUB must
+        reach the server before anything can report the leadership (a REST answer is written
+        in a later turn), so that a publisher told of it finds the subscription there."""
+        self._out.append(frame)
+        self._flush()
 
     def _flush(self) -> None:
         self._flush_scheduled = False
