@@ -119,14 +119,6 @@ class _Round:
     """The table version ``lake_start_offset`` was read at (or committed as)."""
 
 
-@dataclass(frozen=True)
-class _Known:
-    """What the last round learnt of the table: its start offset, valid at ``version``."""
-
-    version: int | None = None
-    lake_start_offset: int | None = None
-
-
 class PartitionExporter:
     def __init__(
         self,
@@ -155,7 +147,7 @@ class PartitionExporter:
         )
         self.lake_offset: int | None = None
         self.lake_start_offset: int | None = None
-        self._known = _Known()
+        self._start_version: int | None = None  # the table version lake_start_offset is of
         self._wake = asyncio.Event()
         self._waiters: list[tuple[int, asyncio.Future[int]]] = []
         self._idle = False
@@ -257,7 +249,8 @@ class PartitionExporter:
         self._lag_gauge.set(max(0, hw - lake))
         self._resolve_waiters()
         if self._should_export(lake, hw):
-            self._apply(await in_lake_thread(self._export_round, lake, hw, self._known))
+            known = (self._start_version, self.lake_start_offset)
+            self._apply(await in_lake_thread(self._export_round, lake, hw, known))
         else:
             await self._sleep_until_due(lake, hw)
 
@@ -292,7 +285,7 @@ class PartitionExporter:
         previous = self.lake_offset
         self.lake_offset = outcome.lake_offset
         self.lake_start_offset = outcome.lake_start_offset
-        self._known = _Known(outcome.seen_version, outcome.lake_start_offset)
+        self._start_version = outcome.seen_version
         self._offset_gauge.set(outcome.lake_offset)
         self._cadence.exported(outcome.lake_offset)
         if outcome.records:
@@ -355,19 +348,20 @@ class PartitionExporter:
             seen_version=snapshot.version,
         )
 
-    def _export_round(self, expected: int, hw: int, known: _Known) -> _Round:
+    def _export_round(self, expected: int, hw: int, known: tuple[int | None, int | None]) -> _Round:
         """One round: check the table's version, read ``[expected, HW)`` (capped), commit.
 
         The partition's first lake offset comes from the files' statistics, a listing that
         grows with the table and holds the interpreter lock while it is built; it is read
         again only when someone else (compaction, lake retention, another leader) committed
-        since this exporter last learnt it."""
+        since this exporter last learnt it (``known``: the version and the offset it learnt)."""
         snapshot = self._table.snapshot()
         version = snapshot.version
         lake = self._table_offset(snapshot.exported_offset(self._target.partition))
+        known_version, known_first = known
         first = (
-            known.lake_start_offset
-            if known.version == version
+            known_first
+            if known_version == version
             else snapshot.first_offset(self._target.partition)
         )
         if lake != expected or lake >= hw:

@@ -207,17 +207,15 @@ class IntakeConnection:
 
     def on_messages(self, messages: list[InboundMessage]) -> None:
         """Hand each subscription its messages of this read, as one list."""
-        subs = self._subs
-        if len(subs) == 1 or all(m.sid == messages[0].sid for m in messages):
-            sub = subs.get(messages[0].sid)
-            if sub is not None:
-                sub.handler(messages)
-            return
-        by_sid: dict[int, list[InboundMessage]] = {}
-        for message in messages:
-            by_sid.setdefault(message.sid, []).append(message)
+        first = messages[0].sid
+        if all(m.sid == first for m in messages):
+            by_sid = {first: messages}  # the usual read: one subscription's messages
+        else:
+            by_sid = {}
+            for message in messages:
+                by_sid.setdefault(message.sid, []).append(message)
         for sid, batch in by_sid.items():
-            sub = subs.get(sid)
+            sub = self._subs.get(sid)
             if sub is not None:  # messages may trail an unsubscribe
                 sub.handler(batch)
 

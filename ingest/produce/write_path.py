@@ -186,36 +186,36 @@ class LeaderWritePath:
         nothing. Returns how many messages found the queue full (the subscription counts
         them as a slow consumer's drops)."""
         received_s = self._clock.monotonic_s()
-        if self._partition.paused or self._partition.read_only:
-            for msg in messages:
-                self._refuse_inactive(msg.subject, msg.reply)
-            return 0
-        queue, spec, dropped = self._queue, self._spec, 0
-        room = self._limits.pending_msgs_limit - len(queue)
+        inactive = self._partition.paused or self._partition.read_only
+        limits, spec, dropped = self._limits, self._spec, 0
         for msg in messages:
             reply = msg.reply
             if reply and is_internal_reply(reply):
                 self._drop_internal_reply(msg.subject, reply)
-                continue
-            if room <= 0 or self._queued_bytes >= self._limits.pending_bytes_limit:
+            elif inactive:
+                self._refuse_inactive(msg.subject, reply)
+            elif (
+                len(self._queue) >= limits.pending_msgs_limit
+                or self._queued_bytes >= limits.pending_bytes_limit
+            ):
                 dropped += 1
-                continue
-            try:
-                req = request_from_nats(msg.subject, reply, msg.data, msg.headers, spec)
-            except LiftlogError as exc:
-                self._refuse_reply(reply, exc)
-                continue
-            req.received_s = received_s
-            queue.append(req)
-            self._queued_bytes += req.size_bytes
-            room -= 1
-        self._wakeup.set()
+            else:
+                try:
+                    req = request_from_nats(msg.subject, reply, msg.data, msg.headers, spec)
+                except LiftlogError as exc:
+                    self._refuse_reply(reply, exc)
+                    continue
+                self._enqueue(req, received_s)
         return dropped
 
+    def _enqueue(self, req: ProduceRequest, received_s: float) -> None:
+        req.received_s = received_s
+        self._queue.append(req)
+        self._queued_bytes += req.size_bytes
+        self._wakeup.set()
+
     def _refuse_inactive(self, subject: str, reply: str) -> None:
-        if reply and is_internal_reply(reply):
-            self._drop_internal_reply(subject, reply)
-        elif self._partition.paused:
+        if self._partition.paused:
             self._answer_paused(subject, reply)
         else:
             self._answer_read_only(subject, reply)
@@ -266,9 +266,7 @@ class LeaderWritePath:
         received_s = self._clock.monotonic_s()
         for req in requests:
             req.future = loop.create_future()
-            req.received_s = received_s
-            self._queue.append(req)
-        self._wakeup.set()
+            self._enqueue(req, received_s)
         return [await req.future for req in requests if req.future is not None]
 
     # ----------------------------------------------------------------- acks

@@ -248,7 +248,7 @@ class PartitionReplica:
         self.writes.adopt_spec(spec)
         self.retention.adopt_spec(spec)
 
-    async def _sync_subscription(self, nc: NatsClient, paused: bool) -> None:
+    def _sync_subscription(self, paused: bool) -> None:
         """A leader always listens; paused, it answers ``stream_paused`` and stores nothing."""
         if paused != self.state.paused:
             log.info("%s: %s", self.state.name, "paused" if paused else "resumed")
@@ -271,7 +271,7 @@ class PartitionReplica:
                         list(state.isr),
                         version,
                     )
-                await self._sync_subscription(nc, paused)
+                self._sync_subscription(paused)
                 self.advance_high_watermark()
             return
         await self._leave_role()
@@ -319,7 +319,7 @@ class PartitionReplica:
             self, nc, cluster, send_acks=self.writes.send_acks, metrics=self._metrics
         )
         await self._fetch_server.start()
-        await self._sync_subscription(nc, paused)
+        self._sync_subscription(paused)
         self._start_exporter()
         self.on_log_changed()
 

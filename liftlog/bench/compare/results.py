@@ -75,15 +75,7 @@ class SizeResult:
         if self.visible is not None:
             body["publish_to_visible"] = {self.liftlog: self.visible.to_json()}
         if self.plain:
-            body["per_message_plain_request"] = {
-                k: {
-                    **v.to_json(),
-                    "rounds_records_per_s": [
-                        round(r.records_per_s, 1) for r in self.plain_rounds.get(k, [])
-                    ],
-                }
-                for k, v in self.plain.items()
-            }
+            body["per_message_plain_request"] = _with_rounds(self.plain, self.plain_rounds)
             ratio = self.plain_ratio
             body["plain_request_ratio_liftlog_to_jetstream"] = (
                 round(ratio, 3) if ratio is not None else None
@@ -94,15 +86,9 @@ class SizeResult:
         return body
 
     def _acked_json(self) -> JsonObject:
-        def rounds(side: str) -> list[float]:
-            return [round(r.records_per_s, 1) for r in self.per_message_rounds.get(side, [])]
-
         return {
             "record_bytes": self.record_bytes,
-            "per_message_acked": {
-                k: {**v.to_json(), "rounds_records_per_s": rounds(k)}
-                for k, v in self.per_message.items()
-            },
+            "per_message_acked": _with_rounds(self.per_message, self.per_message_rounds),
             "per_message_ratio_liftlog_to_jetstream": round(self.per_message_ratio, 3),
             "producer_batches": {
                 "records_per_batch": self.batch_records,
@@ -111,6 +97,17 @@ class SizeResult:
             },
             "latency": {k: v.to_json() for k, v in self.latency.items()},
         }
+
+
+def _with_rounds(medians: dict[str, Throughput], rounds: dict[str, list[Throughput]]) -> JsonObject:
+    """Each side's median round, with the records/s of every round beside it."""
+    return {
+        side: {
+            **median.to_json(),
+            "rounds_records_per_s": [round(r.records_per_s, 1) for r in rounds.get(side, [])],
+        }
+        for side, median in medians.items()
+    }
 
 
 @dataclass

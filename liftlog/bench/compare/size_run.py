@@ -173,10 +173,11 @@ async def open_streams(run: SizeRun) -> dict[str, Publisher]:
 def plain_publishers(run: SizeRun) -> dict[str, Publisher]:
     """Liftlog's stream and the reference JetStream stream through the same plain request
     code (``plain_request``), counting acked records like the clients' rounds."""
+    compared = (run.lineup.liftlog, run.lineup.reference)
     found: dict[str, Publisher] = {}
-    for side in (run.lineup.liftlog, run.lineup.reference):
+    for side in run.sides():  # Liftlog and every JetStream side whose server started
         inbox = run.conns.inboxes.get(side.key)
-        if inbox is not None and (side is run.lineup.liftlog or side.key in run.conns.jetstreams):
+        if side in compared and inbox is not None:
             subject = side.stream_for(run.size)[1]
             pub = PlainRequestPublisher(inbox, subject, f"{side.title} (plain request)")
             found[side.key] = CountingPublisher(pub, run.tally, side.key)

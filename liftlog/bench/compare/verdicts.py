@@ -66,47 +66,44 @@ def _acked_verdicts(size: SizeResult, lineup: Lineup) -> list[Verdict]:
     label = size_label(size.record_bytes)
     ours = f"RF={lineup.replication_factor} " if lineup.replicated else ""
     theirs = lineup.reference.title
+    found = []
+    visible = size.visible
+    if lineup.replicated and visible is not None:
+        found.append(
+            Verdict(
+                "RF=3 publish -> visible to a subscriber, p99 <= 5 ms",
+                label,
+                f"{visible.p99_ms:.2f} ms",
+                visible.failed == 0 and visible.p99_ms <= VISIBLE_TARGET_P99_MS_RF3,
+            )
+        )
+    found.append(
+        Verdict(
+            f"{ours}per-message acked >= {theirs} per-message",
+            label,
+            f"{size.per_message_ratio:.2f}x",
+            size.per_message_ratio >= PER_MESSAGE_TARGET_RATIO,
+        )
+    )
     plain = size.plain_ratio
-    same_request = (
-        []
-        if plain is None
-        else [
+    if plain is not None:
+        found.append(
             Verdict(
                 f"{ours}per-message acked, same plain request >= {theirs}",
                 label,
                 f"{plain:.2f}x",
                 plain >= PER_MESSAGE_TARGET_RATIO,
             )
-        ]
-    )
-    visible = (
-        [
-            Verdict(
-                "RF=3 publish -> visible to a subscriber, p99 <= 5 ms",
-                label,
-                f"{size.visible.p99_ms:.2f} ms",
-                size.visible.failed == 0 and size.visible.p99_ms <= VISIBLE_TARGET_P99_MS_RF3,
-            )
-        ]
-        if lineup.replicated and size.visible is not None
-        else []
-    )
-    return [
-        *visible,
-        Verdict(
-            f"{ours}per-message acked >= {theirs} per-message",
-            label,
-            f"{size.per_message_ratio:.2f}x",
-            size.per_message_ratio >= PER_MESSAGE_TARGET_RATIO,
-        ),
-        *same_request,
+        )
+    found.append(
         Verdict(
             f"{ours}producer batches >= 10x {theirs} per-message",
             label,
             f"{size.batch_ratio:.1f}x",
             size.batch_ratio >= BATCH_TARGET_RATIO,
-        ),
-    ]
+        )
+    )
+    return found
 
 
 def _fanout_verdict(readers: str, fanout: FanoutResult) -> Verdict:

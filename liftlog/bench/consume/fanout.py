@@ -47,16 +47,24 @@ class FanoutResult:
         return {"pollers": self.pollers, "woken": self.woken, "wake": self.wake.to_json()}
 
 
-async def measure_fanout(client: Client, pollers: int) -> FanoutResult:
-    """``pollers`` long polls on one partition's leader, woken by one acks=all publish."""
-    await client.create_stream(FANOUT_STREAM, f"bench.fanout.{pollers}")
-    api_url = await leader_url(client, FANOUT_STREAM)
-    first = await client.publish(FANOUT_STREAM, b"before", ack_policy="all")
+async def _stream_with_one_record(client: Client, stream: str, subject: str) -> tuple[str, int]:
+    """Create ``stream`` with one committed record: its leader's URL, and the offset every
+    reader then waits for."""
+    await client.create_stream(stream, subject)
+    api_url = await leader_url(client, stream)
+    first = await client.publish(stream, b"before", ack_policy="all")
     if first is None:
         raise BenchError("the first fan-out record was not acknowledged")
+    return api_url, first.offset + 1
+
+
+async def measure_fanout(client: Client, pollers: int) -> FanoutResult:
+    """``pollers`` long polls on one partition's leader, woken by one acks=all publish."""
+    api_url, waited = await _stream_with_one_record(
+        client, FANOUT_STREAM, f"bench.fanout.{pollers}"
+    )
     path = (
-        f"/v1/streams/{FANOUT_STREAM}/partitions/0/records"
-        f"?offset={first.offset + 1}&wait_ms={POLL_WAIT_MS}"
+        f"/v1/streams/{FANOUT_STREAM}/partitions/0/records?offset={waited}&wait_ms={POLL_WAIT_MS}"
     )
     polls = [LongPoll(api_url, path) for _ in range(pollers)]
     await asyncio.gather(*(p.send() for p in polls))
@@ -76,17 +84,14 @@ async def measure_fanout(client: Client, pollers: int) -> FanoutResult:
 async def measure_client_fanout(client: Client, subscribers: int) -> FanoutResult:
     """``subscribers`` ``Client.subscribe`` iterators on one partition, woken by one publish."""
     stream = CLIENT_FANOUT_STREAM
-    await client.create_stream(stream, f"bench.fanout.clients.{subscribers}")
-    api_url = await leader_url(client, stream)
-    first = await client.publish(stream, b"before", ack_policy="all")
-    if first is None:
-        raise BenchError("the first fan-out record was not acknowledged")
+    api_url, waited = await _stream_with_one_record(
+        client, stream, f"bench.fanout.clients.{subscribers}"
+    )
     arrived: list[float] = []
 
     async def follow() -> None:
-        start = first.offset + 1
         async for _record in client.subscribe(
-            stream, start=start, max_records=1, poll_wait_ms=POLL_WAIT_MS
+            stream, start=waited, max_records=1, poll_wait_ms=POLL_WAIT_MS
         ):
             arrived.append(time.perf_counter())
 
