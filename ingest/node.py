@@ -31,6 +31,7 @@ from coordinator.znodes import BrokerInfo
 from ingest.admin.activity import ActivityPublisher
 from ingest.api.server import ApiServer
 from ingest.clock import SYSTEM_CLOCK, Clock
+from ingest.memory_release import MemoryRelease, use_arrow_pool
 from ingest.metrics import NodeMetrics
 from ingest.nats_connect import intake_settings, nats_connect_options
 from ingest.peer_calls import call_peer
@@ -98,6 +99,7 @@ class IngestNode:
         self.config = config
         self._clock = clock
         self.metrics = NodeMetrics()
+        self.memory_release = MemoryRelease(config.memory)
         self.nc: NatsClient | None = None
         self.zk = ZkSession.from_node_config(config)
         self.store = StreamStore(self.zk)
@@ -134,6 +136,8 @@ class IngestNode:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        use_arrow_pool(self.config.memory.arrow_pool)  # before the first Arrow buffer
+        self.memory_release.start()
         await self.api.start()  # /healthz answers while the rest comes up
         await asyncio.to_thread(_warm_up_arrow)
         widen_read_buffer()
@@ -189,6 +193,7 @@ class IngestNode:
         await asyncio.to_thread(self.auth.stop)
         await asyncio.to_thread(self.zk.stop)
         await self.api.stop()
+        await asyncio.to_thread(self.memory_release.stop)
         log.info("node %d stopped", self.config.broker_id)
 
     async def run_until_signalled(self) -> None:

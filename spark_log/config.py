@@ -19,6 +19,7 @@ from spark_log.encryption_config import EncryptionConfig
 from spark_log.errors import ConfigError
 from spark_log.groups_config import GroupsConfig
 from spark_log.limits_config import LimitsConfig
+from spark_log.memory_config import MemoryConfig
 from spark_log.nats_config import NatsCredentials
 from spark_log.storage_options import checked_storage_options
 from spark_log.tls_config import ApiTlsConfig, ZkSecurityConfig
@@ -70,7 +71,9 @@ DEFAULT_LAKE_EXPORT_INTERVAL_S = 10.0
 DEFAULT_LAKE_MAX_RECORDS_PER_FILE = 500_000
 # one export commit is held in memory (log bytes, then Arrow, then Parquet): bounded for the
 # node's RSS; compaction's optimize bin-packs the files into larger ones later
-DEFAULT_LAKE_MAX_BYTES_PER_FILE = 32 * 1024 * 1024
+DEFAULT_LAKE_MAX_BYTES_PER_FILE = 16 * 1024 * 1024
+# export rounds of one node at once: each holds its range in memory (see above)
+DEFAULT_LAKE_CONCURRENT_EXPORTS = 1
 DEFAULT_LAKE_RETRY_BACKOFF_MAX_S = 30.0
 DEFAULT_LAKE_FLUSH_TIMEOUT_S = 60.0
 
@@ -132,7 +135,9 @@ class LakeConfig:
     a cluster must name the same lake, so that a new leader continues where the old one stopped. A
     partition exports when its unexported committed bytes reach ``export_min_bytes`` or its
     oldest unexported record is ``export_interval_s`` old; one Delta commit holds at most
-    ``max_records_per_file`` records and ``max_bytes_per_file`` bytes of log.
+    ``max_records_per_file`` records and ``max_bytes_per_file`` bytes of log; at most
+    ``concurrent_exports`` partitions of a node export at once (each round holds its range in
+    memory, so together they bound the export's share of the node's RSS).
     """
 
     enabled: bool = DEFAULT_LAKE_ENABLED
@@ -141,6 +146,7 @@ class LakeConfig:
     export_interval_s: float = DEFAULT_LAKE_EXPORT_INTERVAL_S
     max_records_per_file: int = DEFAULT_LAKE_MAX_RECORDS_PER_FILE
     max_bytes_per_file: int = DEFAULT_LAKE_MAX_BYTES_PER_FILE
+    concurrent_exports: int = DEFAULT_LAKE_CONCURRENT_EXPORTS
     retry_backoff_max_s: float = DEFAULT_LAKE_RETRY_BACKOFF_MAX_S
     flush_timeout_s: float = DEFAULT_LAKE_FLUSH_TIMEOUT_S
     storage_options: dict[str, str] = field(default_factory=dict, repr=False)
@@ -148,6 +154,7 @@ class LakeConfig:
     def __post_init__(self) -> None:
         _positive(self, "export_min_bytes", "export_interval_s", "max_records_per_file")
         _positive(self, "max_bytes_per_file", "retry_backoff_max_s", "flush_timeout_s")
+        _positive(self, "concurrent_exports")
         options = checked_storage_options(self.storage_options, "lake.storage_options")
         object.__setattr__(self, "storage_options", options)
 
@@ -195,6 +202,7 @@ class NodeConfig:
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     cursors: CursorsConfig = field(default_factory=CursorsConfig)
     groups: GroupsConfig = field(default_factory=GroupsConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
 
     def __post_init__(self) -> None:
         if self.broker_id < 0:

@@ -406,6 +406,10 @@ class PartitionReplica:
         if target is None:
             return
         log_.set_high_watermark(target)
+        # every ISR member has what lies below the HW, and only a follower outside the ISR
+        # fetches there (from the log): the cache keeps in-flight bytes only, and nothing
+        # at all without followers (a partition with RF 1 held 8 MiB for ever)
+        self.tail_cache.trim_below(target)
         self.writes.release(target)
         self.reads.signal_high_watermark()
         self.on_log_changed()

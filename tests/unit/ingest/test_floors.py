@@ -12,7 +12,14 @@ from __future__ import annotations
 from tests.support.imports import graph, modules
 
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("ingest.errors", "ingest.clock", "ingest.metrics", "ingest.histogram", "ingest.peer_calls"),
+    (
+        "ingest.errors",
+        "ingest.clock",
+        "ingest.metrics",
+        "ingest.histogram",
+        "ingest.peer_calls",
+        "ingest.memory_release",
+    ),
     ("ingest.security",),
     ("ingest.replication",),
     ("ingest.lake",),
