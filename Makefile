@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST := $(PY) -m pytest
 
-.PHONY: demo test test-slow test-secure fuzz fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake bench-lake-tier bench-cursors bench-groups bench-secure bench-smoke lint format clean-venv check-java
+.PHONY: demo test test-slow test-secure fuzz fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake bench-lake-tier bench-cursors bench-memory bench-groups bench-secure bench-smoke lint format clean-venv check-java
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory check-java
@@ -123,6 +123,11 @@ bench-secure: $(STAMP)
 # key-value puts on the same nats-server: commits/s with 16 writers, sequential p50/p99.
 bench-cursors: $(STAMP)
 	$(PY) bench/cursor_commits.py --runs 3 --json bench/results/cursors.json
+
+# A node's RSS (idle, peak, settled) under 200 MB of producer batches with the lake exporting,
+# its default settings beside those before the memory bounds; 3 runs (about 4 minutes).
+bench-memory: $(STAMP)
+	$(PY) bench/node_memory.py --runs 3 --json bench/results/node-memory.json
 
 # Consumer group rebalances on three nodes: a join, a leave and a SIGKILLed member, each timed
 # until the coordinator says stable; the records a kill delivered again beside those after its

@@ -575,3 +575,17 @@ def test_compaction_bench_times_the_job_beside_every_baseline(tmp_path):
     }
     assert all(rate > 0 for rate in body["rows_per_s"].values())
     assert "compaction time / fastest plain aggregation" in printed
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
+def test_node_memory_bench_reports_every_variant(tmp_path):
+    """``bench/node_memory.py`` with a tiny load: idle, peak and settled RSS of each variant,
+    the peak never below the idle figure, every process stopped. No size assertions."""
+    body, printed = _run_bench_script(
+        tmp_path, "node_memory.py", "--mb", "4", "--runs", "1", "--settle-s", "1"
+    )
+    assert set(body["summary"]) == {"default", "before"}
+    for name, runs in body["runs"].items():
+        assert len(runs) == 1 and runs[0]["peak_mb"] >= runs[0]["idle_mb"] > 0, (name, runs)
+        assert name in printed
