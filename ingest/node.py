@@ -136,7 +136,7 @@ class IngestNode:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        use_arrow_pool(self.config.memory.arrow_pool)  # before the first Arrow buffer
+        use_arrow_pool(self.config.memory.arrow_pool)
         self.memory_release.start()
         await self.api.start()  # /healthz answers while the rest comes up
         await asyncio.to_thread(_warm_up_arrow)

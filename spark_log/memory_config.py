@@ -10,6 +10,7 @@ that heap is trimmed on a timer.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,7 +19,8 @@ from spark_log.errors import ConfigError
 ArrowPool = Literal["system", "mimalloc", "jemalloc"]
 
 DEFAULT_ARROW_POOL: ArrowPool = "system"
-DEFAULT_RELEASE_INTERVAL_S = 1.0
+DEFAULT_RELEASE_INTERVAL_S = 0.0
+MIN_RELEASE_INTERVAL_S = 0.1  # each release walks every heap under its lock
 
 
 @dataclass(frozen=True)
@@ -28,14 +30,18 @@ class MemoryConfig:
     pyarrow's bundled pools, which keep what they freed for reuse.
 
     ``release_interval_s``: how often freed pages go back to the OS (glibc's
-    ``malloc_trim``); 0 turns it off. Elsewhere than glibc nothing is trimmed.
+    ``malloc_trim``); 0, the default, turns it off. Elsewhere than glibc nothing is trimmed.
+    Off by default: with it on, a fault test that freezes the lake's object store saw a
+    node's REST API answer too late in two runs of three, which is not yet understood.
     """
 
     arrow_pool: ArrowPool = DEFAULT_ARROW_POOL
     release_interval_s: float = DEFAULT_RELEASE_INTERVAL_S
 
     def __post_init__(self) -> None:
-        if self.release_interval_s < 0:
+        interval = self.release_interval_s
+        if interval != 0 and not MIN_RELEASE_INTERVAL_S <= interval < math.inf:
             raise ConfigError(
-                f"memory.release_interval_s must be >= 0 (0: off), got {self.release_interval_s}"
+                f"memory.release_interval_s must be 0 (off) or a number of seconds >= "
+                f"{MIN_RELEASE_INTERVAL_S}, got {interval}"
             )

@@ -30,7 +30,7 @@ def test_glibc_trim_is_found_and_runs():
 
 
 def test_the_release_thread_starts_and_stops_with_the_node():
-    release = MemoryRelease(MemoryConfig(release_interval_s=0.01))
+    release = MemoryRelease(MemoryConfig(release_interval_s=0.1))
     release.start()
     try:
         assert release.active and len(_release_threads()) == 1

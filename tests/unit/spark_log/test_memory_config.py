@@ -14,13 +14,13 @@ def _node(**tables: object) -> NodeConfig:
     return from_mapping(NodeConfig, {"broker_id": 1, "data_dir": "/tmp/x", **tables})
 
 
-def test_defaults_release_memory_every_second_through_the_system_allocator():
+def test_defaults_use_the_system_allocator_and_release_nothing_on_a_timer():
     config = _node()
     assert (config.memory.arrow_pool, config.memory.release_interval_s) == (
         DEFAULT_ARROW_POOL,
         DEFAULT_RELEASE_INTERVAL_S,
     )
-    assert DEFAULT_ARROW_POOL == "system"
+    assert (DEFAULT_ARROW_POOL, DEFAULT_RELEASE_INTERVAL_S) == ("system", 0)
     assert config.lake.concurrent_exports == DEFAULT_LAKE_CONCURRENT_EXPORTS == 1
 
 
@@ -34,6 +34,8 @@ def test_memory_table_loads():
     [
         ({"memory": {"arrow_pool": "tcmalloc"}}, "memory.arrow_pool"),
         ({"memory": {"release_interval_s": -1}}, "memory.release_interval_s"),
+        ({"memory": {"release_interval_s": 0.01}}, "memory.release_interval_s"),
+        ({"memory": {"release_interval_s": float("inf")}}, "memory.release_interval_s"),
         ({"memory": {"trim": True}}, "memory.trim"),
         ({"lake": {"concurrent_exports": 0}}, "concurrent_exports"),
     ],
