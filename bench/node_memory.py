@@ -10,7 +10,7 @@ Each run of each variant starts ``Standalone(nodes=1)`` with the variant's node 
 creates a stream of two partitions, publishes ``--mb`` MB of 1 KiB records as producer
 batches of 1,000 (both partitions at once, acks=all), then waits ``--settle-s`` seconds while
 the exporter catches up. Reported: VmRSS before the load (idle, one stream), VmHWM (the peak
-through load and export) and VmRSS after settling, in MB. Variants alternate within a run.
+through load and export) and VmRSS after settling, in MiB. Variants alternate within a run.
 The ``before`` variant is this code with the settings it had before the memory bounds: Arrow's
 mimalloc pool and two exports at once of 32 MiB each. Nothing is asserted.
 """
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 import sys
 import tempfile
 import time
@@ -29,8 +28,10 @@ from pathlib import Path
 
 from liftlog.bench.toolkit.json_object import JsonObject
 from liftlog.bench.toolkit.machine import describe_lake_machine
+from liftlog.bench.toolkit.node_probe import proc_status_kib
 from liftlog.bench.toolkit.payload import payload
 from liftlog.bench.toolkit.plumbing import loadavg
+from liftlog.bench.toolkit.spread import Spread
 from liftlog.embedded.ports import free_port, free_port_block
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
@@ -40,6 +41,8 @@ PARTITIONS = 2
 RECORD_BYTES = 1024
 BATCH_RECORDS = 1000
 BYTES_PER_MB = 1024 * 1024
+KIB_PER_MIB = 1024
+FIGURES = ("idle_mb", "peak_mb", "settled_mb")
 IDLE_S = 2.0
 VARIANTS: dict[str, Mapping[str, object]] = {
     "default": {},
@@ -50,11 +53,8 @@ VARIANTS: dict[str, Mapping[str, object]] = {
 }
 
 
-def _status_mb(pid: int, key: str) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(f"{key}:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no {key} in /proc/{pid}/status")
+def _status_mib(pid: int, key: str) -> float:
+    return round(proc_status_kib(pid, key) / KIB_PER_MIB, 1)
 
 
 async def _load(servers: str, nats_url: str, megabytes: int) -> None:
@@ -86,22 +86,17 @@ def measure(overrides: Mapping[str, object], megabytes: int, settle_s: float) ->
         with stack:
             pid = stack.node(1).pid
             time.sleep(IDLE_S)
-            idle = _status_mb(pid, "VmRSS")
+            idle = _status_mib(pid, "VmRSS")
             started = time.monotonic()
             asyncio.run(_load(stack.servers, stack.nats.url, megabytes))
             load_s = time.monotonic() - started
             time.sleep(settle_s)
             return {
-                "idle_mb": round(idle, 1),
-                "peak_mb": round(_status_mb(pid, "VmHWM"), 1),
-                "settled_mb": round(_status_mb(pid, "VmRSS"), 1),
+                "idle_mb": idle,
+                "peak_mb": _status_mib(pid, "VmHWM"),
+                "settled_mb": _status_mib(pid, "VmRSS"),
                 "load_s": round(load_s, 2),
             }
-
-
-def _median(runs: list[JsonObject], key: str) -> JsonObject:
-    values = [run[key] for run in runs]
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,23 +115,25 @@ def main(argv: list[str] | None = None) -> int:
         "variants": {name: dict(overrides) for name, overrides in VARIANTS.items()},
         "runs": runs,
         "summary": {
-            name: {key: _median(figures, key) for key in ("idle_mb", "peak_mb", "settled_mb")}
+            name: {key: _spread(figures, key).to_json(1) for key in FIGURES}
             for name, figures in runs.items()
         },
     }
-    _print(result)
+    _print(runs)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
         print(f"wrote {args.json}")
     return 0
 
 
-def _print(result: JsonObject) -> None:
-    print(f"\n{'variant':<10}{'idle MB':>22}{'peak MB':>22}{'settled MB':>22}")
-    for name, summary in result["summary"].items():
-        cells = "".join(
-            f"{s['median']:>10.1f} ({s['min']:.0f}..{s['max']:.0f})" for s in summary.values()
-        )
+def _spread(runs: list[JsonObject], key: str) -> Spread:
+    return Spread.of([run[key] for run in runs])
+
+
+def _print(runs: dict[str, list[JsonObject]]) -> None:
+    print(f"\n{'variant':<10}{'idle MiB':>22}{'peak MiB':>22}{'settled MiB':>22}")
+    for name, figures in runs.items():
+        cells = "".join(f"{_spread(figures, key).render(1):>22}" for key in FIGURES)
         print(f"{name:<10}{cells}")
 
 

@@ -420,7 +420,6 @@ class PartitionReplica:
         self.state.record_follower_fetch(
             replica_id, fetch_offset, self.log.log_end_offset, self._clock.now_ms()
         )
-        self.tail_cache.trim_below(self.state.followers.min_log_end_offset())
         self.advance_high_watermark()
 
     async def maintain_isr(self) -> None:

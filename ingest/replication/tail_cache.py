@@ -35,8 +35,9 @@ class TailCache:
             self._bytes -= len(self._batches.popleft()[2])
 
     def trim_below(self, offset: int) -> None:
-        """Forget batches wholly below ``offset``: every follower has them already, so the
-        cache holds only bytes still in flight (memory stays small with many partitions)."""
+        """Forget batches wholly below ``offset`` (the HW: every replica in the ISR has them
+        already), so the cache holds only bytes still in flight (memory stays small with many
+        partitions, and a partition without followers holds none)."""
         while self._batches and self._batches[0][1] <= offset:
             self._bytes -= len(self._batches.popleft()[2])
 

@@ -77,12 +77,17 @@ def _total(samples: list[Sample], name: str, **labels: str) -> float:
 def peak_rss_mb(pid: int) -> float:
     """``VmHWM`` (peak resident set) of a process in MB (10^6 bytes, like the MB/s figures):
     the most memory it ever held."""
+    return proc_status_kib(pid, "VmHWM") * _KIB / _BYTES_PER_MB
+
+
+def proc_status_kib(pid: int, key: str) -> int:
+    """A memory figure of ``/proc/<pid>/status`` (``VmRSS``, ``VmHWM``, ...), in KiB."""
     status = Path(f"/proc/{pid}/status")
     try:
         text = status.read_text()
     except OSError as exc:
         raise BenchError(f"cannot read {status}: {exc}") from exc
-    match = re.search(r"^VmHWM:\s+(\d+) kB$", text, re.M)
+    match = re.search(rf"^{key}:\s+(\d+) kB$", text, re.M)
     if match is None:
-        raise BenchError(f"no VmHWM in {status}")
-    return int(match.group(1)) * _KIB / _BYTES_PER_MB
+        raise BenchError(f"no {key} in {status}")
+    return int(match.group(1))
