@@ -24,7 +24,6 @@ from pathlib import Path
 from spark_log.errors import ConfigError, ProcessStartError
 
 EXPLICIT_PORT_LOW = 20_000
-PORT_BLOCK_ATTEMPTS = 200
 EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 DEFAULT_EPHEMERAL_LOW = 32_768
 PORT_RANGE_ENV = "LIFTLOG_PORT_RANGE"
@@ -42,16 +41,47 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def free_port_block(count: int, host: str = "127.0.0.1") -> int:
-    """The first of ``count`` consecutive ports, all free now, below the ephemeral range."""
+    """The first of ``count`` consecutive ports, all free now, below the ephemeral range.
+
+    Every block of the range is tried once, from a random start, so a range crowded with
+    ports handed out lately still yields the free blocks it has; when none is left, the
+    oldest half of what was handed out is forgotten (those stacks bound their ports long ago)
+    and the range is tried again."""
     low, high = explicit_port_range()
     if high - low <= count:  # an unusual ephemeral range: take what is left above 1024
         low, high = 1024, 65_536
-    for _ in range(PORT_BLOCK_ATTEMPTS):
-        base = random.randrange(low, high - count)
+    for _ in range(2):
+        base = _first_free_block(count, host, low, high)
+        if base is not None:
+            return base
+        _forget_oldest_half()
+    raise ProcessStartError(f"found no {count} consecutive free ports in {low}..{high - 1}")
+
+
+def _first_free_block(count: int, host: str, low: int, high: int) -> int | None:
+    """The first base, from a random one on and wrapping, whose block is free and unclaimed."""
+    bases = high - low - count + 1
+    start = random.randrange(bases)
+    for step in range(bases):
+        base = low + (start + step) % bases
         block = [base + i for i in range(count)]
+        if _any_handed_out(block):
+            continue
         if all(port_is_free(host, port) for port in block) and _claim(block):
             return base
-    raise ProcessStartError(f"found no {count} consecutive free ports in {low}..{high - 1}")
+    return None
+
+
+def _any_handed_out(ports: list[int]) -> bool:
+    with _handed_out_lock:
+        return any(port in _handed_out for port in ports)
+
+
+def _forget_oldest_half() -> None:
+    with _handed_out_lock:
+        oldest = sorted(_handed_out, key=_handed_out.__getitem__)[: (len(_handed_out) + 1) // 2]
+        for port in oldest:
+            del _handed_out[port]
 
 
 def explicit_port_range() -> tuple[int, int]:

@@ -67,3 +67,26 @@ def test_a_malformed_range_is_refused(monkeypatch: pytest.MonkeyPatch, named: st
     monkeypatch.setenv(PORT_RANGE_ENV, named)
     with pytest.raises(ConfigError, match=PORT_RANGE_ENV):
         free_port()
+
+
+def test_a_crowded_range_still_yields_its_last_free_block(monkeypatch: pytest.MonkeyPatch):
+    """A worker's range filled with ports handed out lately once made random picks miss the
+    few free blocks left ("found no 8 consecutive free ports"): every block is tried."""
+    import liftlog.embedded.ports as ports
+
+    monkeypatch.setenv(PORT_RANGE_ENV, "16000-16999")
+    monkeypatch.setattr(ports, "_handed_out", {})
+    ports._claim([p for p in range(16_000, 17_000) if not 16_500 <= p < 16_508])
+    assert free_port_block(8) == 16_500
+
+
+def test_a_full_range_forgets_its_oldest_picks(monkeypatch: pytest.MonkeyPatch):
+    """When every port of the range was handed out lately, the oldest picks are given again:
+    their stacks bound them long ago, and failing a start would be worse."""
+    import liftlog.embedded.ports as ports
+
+    monkeypatch.setenv(PORT_RANGE_ENV, "15400-15419")
+    monkeypatch.setattr(ports, "_handed_out", {})
+    first = [free_port() for _ in range(20)]
+    again = free_port_block(4)
+    assert set(range(again, again + 4)) <= set(first[:10])
