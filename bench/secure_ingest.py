@@ -7,7 +7,7 @@ Run from the repository root (``make bench-secure`` does this)::
 
 Two embedded stacks run side by side for the whole benchmark, each with one node: the plain
 one, and the secured one that ``liftlog standalone --secure`` starts (HTTPS and token auth on
-the node's REST API, NATS with TLS and a publisher user limited by subject permissions,
+the node's REST API, NATS with TLS and logins judged by the nodes (Liftlog tokens),
 ZooKeeper over TLS with client certificates and digest ACLs). The nodes' settings are the same
 in both but for security (``fsync = "always"``, the default). The publisher is the real
 ``spark_log.Client`` in both: anonymous on the plain stack; on the secured one with the stack's

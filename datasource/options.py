@@ -161,14 +161,15 @@ def sink_options(options: Mapping[str, str]) -> SinkOptions:
     """Options of ``df.write.format("liftlog")`` and ``writeStream``."""
     opts = _lowered(options, SINK_NAMES, "the liftlog sink")
     timeout_ms = _optional_int(opts, "acktimeoutms", "ackTimeoutMs", minimum=1)
+    credentials = _credentials(opts)
     return SinkOptions(
-        servers=_servers(opts),
+        servers=_servers(opts, credentials),
         stream=_stream(opts),
         idempotent=_bool(opts, "idempotent", "idempotent", False),
         idempotency_key=opts.get("idempotencykey") or None,
         nats_url=opts.get("natsurl") or None,
         ack_timeout_s=timeout_ms / 1000 if timeout_ms is not None else DEFAULT_ACK_TIMEOUT_S,
-        credentials=_credentials(opts),
+        credentials=credentials,
     )
 
 
@@ -200,8 +201,9 @@ def _lowered(options: Mapping[str, str], allowed: frozenset[str], where: str) ->
 
 def _source_fields(opts: dict[str, str], default_start: int) -> _SourceFields:
     stream = _stream(opts)
+    credentials = _credentials(opts)
     return {
-        "servers": _servers(opts),
+        "servers": _servers(opts, credentials),
         "stream": stream,
         "lake_uri": opts.get("lakeuri") or None,
         "lake_options": _lake_options(opts),
@@ -219,7 +221,7 @@ def _source_fields(opts: dict[str, str], default_start: int) -> _SourceFields:
         "starting_timestamp_ms": _optional_int(
             opts, "startingtimestamp", "startingTimestamp", minimum=0
         ),
-        "credentials": _credentials(opts),
+        "credentials": credentials,
     }
 
 
@@ -251,12 +253,14 @@ def _lake_options(opts: dict[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(checked.items()))
 
 
-def _servers(opts: dict[str, str]) -> str:
-    text = opts.get("servers")
+def _servers(opts: dict[str, str], credentials: ClientCredentials) -> str:
+    """``servers``, else ``LIFTLOG_SERVER`` or the credentials file's ``server`` (the
+    credentials' ``server``, resolved on the driver as the rest of them)."""
+    text = opts.get("servers") or credentials.server
     if not text:
         raise InvalidOptionError(
-            "option 'servers' is required: comma-separated REST URLs of any Liftlog nodes, "
-            "e.g. http://127.0.0.1:9644"
+            "option 'servers' is required (or LIFTLOG_SERVER, or server in the credentials "
+            "file): comma-separated REST URLs of any Liftlog nodes, e.g. http://127.0.0.1:9644"
         )
     try:
         return ",".join(parse_servers(text))

@@ -6,7 +6,7 @@ in every ``.option(...)``. Names are those of ``spark_log.storage_options`` (cas
 checked against the same allowlist, so a misspelt key is an error rather than a silently
 ignored one. Explicit options always win: a reader's ``lake.<NAME>`` option, a compaction's
 ``--lake-option`` or target options; then the session conf; then the standard ``AWS_*``
-environment.
+environment (a compaction's), then the credentials file's ``[lake]`` table.
 
 Spark 4.3 hands a Python data source only the options given to the reader (the planner and
 the tasks run in Python workers that cannot see the session), so the reader takes the
@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from datasource.errors import InvalidOptionError
+from spark_log.client.credentials_file import credentials_file_lake
 from spark_log.errors import ConfigError
 from spark_log.storage_options import checked_storage_options
 
@@ -51,8 +52,10 @@ def session_lake_options(spark: SparkSession) -> dict[str, str]:
     return lake_options_from_conf(spark.conf.getAll)
 
 
-def lake_reader_options(spark: SparkSession) -> dict[str, str]:
-    """The session's lake options as ``lake.<NAME>`` reader options, for
+def lake_reader_options(spark: SparkSession, credentials_file: str | None = None) -> dict[str, str]:
+    """The session's lake options over the credentials file's ``[lake]`` (``credentials_file``
+    or ``LIFTLOG_CREDENTIALS_FILE``) as ``lake.<NAME>`` reader options, for
     ``spark.read.format("liftlog").options(**lake_reader_options(spark))``; an ``.option``
     given after it wins, as Spark's later options do."""
-    return {f"{READER_LAKE_PREFIX}{k}": v for k, v in session_lake_options(spark).items()}
+    options = {**credentials_file_lake(credentials_file), **session_lake_options(spark)}
+    return {f"{READER_LAKE_PREFIX}{k}": v for k, v in options.items()}

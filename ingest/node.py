@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 
@@ -37,6 +38,8 @@ from ingest.nats_connect import intake_settings, nats_connect_options
 from ingest.peer_calls import call_peer
 from ingest.produce.intake import IntakeConnection
 from ingest.replica.manager import ReplicaManager
+from ingest.security.nats_grants import publish_refusal, specs_of
+from ingest.security.nats_logins import NatsLogins
 from ingest.security.node_auth import NodeAuth
 from ingest.security.node_credentials import outgoing_credentials, prepare_node_credentials
 from spark_log.api_models import ControlledShutdownResult
@@ -108,6 +111,19 @@ class IngestNode:
             config, self.store, self.metrics, self.intake, self._nats, self.zk, clock
         )
         self.auth = NodeAuth(config.auth, self.zk)
+        self.nats_logins = (
+            NatsLogins(
+                config.nats_auth,
+                self.auth,
+                lambda: specs_of(self.replicas.streams),
+                self._is_controller,
+                nats_connect_options(config),
+            )
+            if config.nats_auth.enabled
+            else None
+        )
+        if config.nats_auth.enabled and config.auth.enabled:
+            self.replicas.publish_check = functools.partial(publish_refusal, self.auth)
         self.activity = ActivityPublisher(self, self.store.activity)
         self.api = ApiServer(self, config.api_host, config.api_port)
         self.controller = Controller(
@@ -163,6 +179,8 @@ class IngestNode:
         self._watch = await asyncio.to_thread(self.store.watch, self._trigger_reconcile)
         await self.controller.start()
         await self.replicas.reconcile()
+        if self.nats_logins is not None:
+            await self.nats_logins.start(self._nats())
         await self.activity.start()
         self._reconciler = asyncio.create_task(self._reconcile_loop(), name="reconciler")
         self.ready = True
@@ -180,6 +198,8 @@ class IngestNode:
             await self._controlled_shutdown()
         self.ready = False
         await self.activity.stop()
+        if self.nats_logins is not None:
+            await self.nats_logins.stop()
         with contextlib.suppress(LiftlogError):
             await self.controller.stop()
         await self._stop_reconciler()
@@ -412,6 +432,9 @@ class IngestNode:
             return
 
     # ----------------------------------------------------------------- NATS
+
+    def _is_controller(self) -> bool:
+        return self.controller.is_controller
 
     def _nats(self) -> NatsClient:
         if self.nc is None:

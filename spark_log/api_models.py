@@ -91,6 +91,9 @@ class PartitionState(JsonModel):
     """First offset the lake holds (null when unknown or the lake is empty or disabled)."""
     lake_offset: int | None = None
     """First offset not yet in the lake (null when the lake is disabled)."""
+    lake_compacted_offset: int | None = None
+    """Key compaction's cleaned offset: below it the lake keeps only the latest record of each
+    key (null: never compacted). The log itself keeps every record until its retention."""
     offline: bool = False
     storage_error: StorageErrorView | None = None
     """Set while the leader refuses writes because its disk is full (``offline`` then too)."""
@@ -105,6 +108,9 @@ class LakeRef(JsonModel):
     export_refused: str | None = None
     """Why the answering node refuses to export to this lake (``unsafe_lake_store: ...``), null
     when it does not. Never the lake's credentials: describe names only the URI."""
+    compacted_at_ms: int | None = None
+    """When the last ``liftlog compact`` run committed to the table (its run id, ms since the
+    epoch); null when it was never compacted or the table could not be read in time."""
 
 
 @dataclass(frozen=True)
@@ -514,12 +520,18 @@ class GroupMember(JsonModel):
     streams: tuple[str, ...] = ()
     assigned: dict[str, list[int]] = field(default_factory=dict)
     revoking: dict[str, list[int]] = field(default_factory=dict)
+    client_id: str | None = None
+    """The name the member's client gave itself (Kafka's ``client.id``)."""
+    client_host: str | None = None
+    """The address the member joined from, as the node that took the join saw it (Kafka's
+    ``client.host``)."""
 
 
 @dataclass(frozen=True)
 class GroupPartition(JsonModel):
-    """``lag`` = ``high_watermark - (committed + 1)``; null when nothing is committed (or the
-    partition has no leader to report its HW)."""
+    """``lag`` = ``high_watermark - (committed + 1)``, or the records from the first readable
+    offset when nothing is committed; null while the partition has no leader to report its
+    offsets."""
 
     stream: str
     partition: int

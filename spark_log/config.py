@@ -20,6 +20,7 @@ from spark_log.errors import ConfigError
 from spark_log.groups_config import GroupsConfig
 from spark_log.limits_config import LimitsConfig
 from spark_log.memory_config import MemoryConfig
+from spark_log.nats_auth_config import NatsAuthConfig
 from spark_log.nats_config import NatsCredentials
 from spark_log.storage_options import checked_storage_options
 from spark_log.tls_config import ApiTlsConfig, ZkSecurityConfig
@@ -184,6 +185,7 @@ class NodeConfig:
     # empty: the first NATS server (see ``advertised_nats_url``)
     nats_advertised_url: str = ""
     nats: NatsCredentials = field(default_factory=NatsCredentials)
+    nats_auth: NatsAuthConfig = field(default_factory=NatsAuthConfig)
     zk_connect: str = DEFAULT_ZK_CONNECT
     zk_root: str = DEFAULT_ZK_ROOT
     zk_session_timeout_s: float = DEFAULT_ZK_SESSION_TIMEOUT_S

@@ -195,6 +195,19 @@ class NoRespondersError(UnavailableError):
     code = "no_responders"
 
 
+class NatsConnectError(UnavailableError):
+    """A client could not connect to NATS: nothing answers at the URL, the server's TLS
+    certificate is not trusted, or no connection came within the client's connect timeout.
+    The message says what to check or set."""
+
+    code = "nats_unavailable"
+
+
+class NatsLoginError(UnauthenticatedError):
+    """NATS refused a client's login (nats-server's ``Authorization Violation``): the message
+    says what the client presented and where the credentials to present are kept."""
+
+
 class RequestTimeoutError(LiftlogError):
     """A bounded wait (ack, fetch, readiness) ran out."""
 

@@ -20,6 +20,8 @@ HEADER_BATCH = "Liftlog-Batch"
 HEADER_BATCH_COUNT = "Liftlog-Batch-Count"
 # a record's create time (ms since the epoch) on a stream with timestamp_type "create"
 HEADER_TIMESTAMP = "Liftlog-Timestamp"
+# the principal a Liftlog client logged in to NATS as: the node checks its publish ACL
+HEADER_PRINCIPAL = "Liftlog-Principal"
 BATCH_FORMAT_ARROW = "arrow"
 
 ARROW_STREAM_MEDIA_TYPE = "application/vnd.apache.arrow.stream"

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
 from typing import TextIO, TypeVar
 
 from datasource.compaction.errors import InvalidCompactionOptionError
+from datasource.compaction.lake_credentials import check_lake_credentials
 from datasource.compaction.lake_options import parse_lake_options
 from datasource.compaction.report import CompactionReport, format_report
-from datasource.compaction.runner import compact_stream
+from datasource.compaction.runner import compact_stream, compact_without_spark
 from datasource.compaction.schedule import DEFAULT_WATCH_POLL_S, CompactionSchedule
 from datasource.compaction.session import get_or_build_session
 from datasource.compaction.settings import (
@@ -21,10 +23,12 @@ from datasource.compaction.settings import (
     DEFAULT_MAX_RECORDS_PER_FILE,
     DEFAULT_VACUUM_RETENTION_HOURS,
     CompactionOptions,
+    CompactionTarget,
     Progress,
 )
 from datasource.compaction.target import describe_target
 from spark_log.client.credentials import ClientCredentials
+from spark_log.client.credentials_file import credentials_file_lake
 from spark_log.client.rest import RestClient
 from spark_log.lake.packing import DEFAULT_TARGET_FILE_BYTES
 
@@ -49,16 +53,27 @@ def run(args: argparse.Namespace) -> int:
     if args.watch:
         return _watch(args, client, options, say)
     lake_options = parse_lake_options(args.lake_option or ())
-    target = describe_target(client, args.stream, lake_options)
-    spark, created = get_or_build_session(args.master)
-    try:
-        report = compact_stream(spark, target, options, say)
-    finally:
-        if created:
-            spark.stop()
+    from_file = credentials_file_lake(getattr(args, "credentials_file", None), os.environ)
+    target = describe_target(client, args.stream, lake_options, from_file)
+    check_lake_credentials(target.table_uri, target.storage.options, os.environ)
+    report = compact_without_spark(target, options, say)
+    if report is None:
+        report = _compact_with_spark(args.master, target, options, say)
     _print_report(report, args.json)
     failed = report.maintenance is not None and report.maintenance.error is not None
     return 1 if failed else 0
+
+
+def _compact_with_spark(
+    master: str, target: CompactionTarget, options: CompactionOptions, say: Progress
+) -> CompactionReport:
+    """The run that computes: a SparkSession is started only here."""
+    spark, created = get_or_build_session(master)
+    try:
+        return compact_stream(spark, target, options, say)
+    finally:
+        if created:
+            spark.stop()
 
 
 def options_from_args(args: argparse.Namespace) -> CompactionOptions:
@@ -99,7 +114,10 @@ def _watch(
         options,
         say,
         only_stream=args.stream,
-        lake_options=parse_lake_options(args.lake_option or ()),
+        lake_options={
+            **credentials_file_lake(getattr(args, "credentials_file", None), os.environ),
+            **parse_lake_options(args.lake_option or ()),
+        },
     )
     say("watching streams with a compaction_interval_s; Ctrl-C stops")
     try:

@@ -4,7 +4,8 @@ Check that the lake's store makes Delta commits atomic (S3: put-if-absent), plan
 snapshot, run the Spark job, commit once; when the commit race is lost, start over
 from the new snapshot (which usually shows the winner already did the work, so the retry is a
 quick no-op), at most ``commit_retries`` times, then stop with CompactionConflictError. Small-file
-maintenance follows.
+maintenance follows. ``compact_without_spark`` makes the same plan from the Delta log alone, so
+a run with nothing to compute ends before a JVM would start.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from spark_log.errors import LakeError
 from spark_log.lake.errors import LakeCommitConflictError
 from spark_log.lake.rewrite import RewriteSnapshot
 from spark_log.lake.storage import LakeStorage
+
+NOTHING_TO_COMPACT = "nothing to compact"
+NO_TABLE = "no lake table yet: nothing to do"
 
 
 def compact_stream(
@@ -64,6 +68,41 @@ def compact_stream(
     return report
 
 
+def compact_without_spark(
+    target: CompactionTarget,
+    options: CompactionOptions | None = None,
+    progress: Progress | None = None,
+    now_ms: int | None = None,
+) -> CompactionReport | None:
+    """The report of a run with nothing to compute, made from the Delta log alone (plan and
+    maintenance need no Spark); None when a partition must be computed, or when the table
+    cannot be read without the lake options a Spark session's conf may add."""
+    options = options or CompactionOptions()
+    say = progress or _quiet
+    _require_enabled(target, options)
+    _require_reachable(target.storage)
+    try:
+        snapshot = RewriteSnapshot.open(target.storage, target.stream)
+        plan = None
+        if snapshot is not None:
+            plan = plan_compaction(snapshot, target, options, now_ms or _now_ms())
+    except LakeError:
+        return None
+    if plan is not None and not plan.empty:
+        return None
+    if options.optimize or options.vacuum:
+        _require_safe_commits(target.storage, say)
+    if plan is None:
+        report = CompactionReport(target.stream, target.table_uri, NO_TABLE)
+    else:
+        _announce(plan, say)
+        report = _nothing_to_compact(plan)
+    say(f"{report.message}: Spark not started")
+    if options.optimize or options.vacuum:
+        report = dataclasses.replace(report, maintenance=run_maintenance(target, options, say))
+    return report
+
+
 def _attempt(
     spark: SparkSession,
     target: CompactionTarget,
@@ -75,17 +114,11 @@ def _attempt(
     """One try; None when the commit race was lost and a retry is allowed."""
     snapshot = RewriteSnapshot.open(target.storage, target.stream)
     if snapshot is None:
-        return CompactionReport(target.stream, target.table_uri, "no lake table yet: nothing to do")
-    plan = plan_compaction(snapshot, target, options, now_ms or int(time.time() * 1000))
+        return CompactionReport(target.stream, target.table_uri, NO_TABLE)
+    plan = plan_compaction(snapshot, target, options, now_ms or _now_ms())
     _announce(plan, say)
     if plan.empty:
-        return CompactionReport(
-            target.stream,
-            target.table_uri,
-            "nothing to compact",
-            read_version=plan.snapshot_version,
-            partitions=tuple(skipped_results(plan)),
-        )
+        return _nothing_to_compact(plan)
     try:
         return execute_plan(spark, snapshot, plan, options, say)
     except LakeCommitConflictError as exc:
@@ -95,6 +128,20 @@ def _attempt(
             ) from exc
         say(f"lost the commit race ({exc}); starting again from the new snapshot")
         return None
+
+
+def _nothing_to_compact(plan: CompactionPlan) -> CompactionReport:
+    return CompactionReport(
+        plan.target.stream,
+        plan.target.table_uri,
+        NOTHING_TO_COMPACT,
+        read_version=plan.snapshot_version,
+        partitions=tuple(skipped_results(plan)),
+    )
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def _announce(plan: CompactionPlan, say: Progress) -> None:

@@ -21,19 +21,24 @@ from spark_log.client.rest import RestClient
 
 
 def describe_target(
-    client: RestClient, stream: str, lake_options: Mapping[str, str] | None = None
+    client: RestClient,
+    stream: str,
+    lake_options: Mapping[str, str] | None = None,
+    file_options: Mapping[str, str] | None = None,
 ) -> CompactionTarget:
     """The stream's target from ``GET /v1/streams/{stream}``, reached with ``lake_options``
-    (the lake's store options: the operator's, since describe carries no secrets)."""
+    (the lake's store options: the operator's, since describe carries no secrets) over the
+    environment's, over ``file_options`` (the credentials file's ``[lake]``)."""
     described = StreamDescription.from_json(client.get_json(f"/v1/streams/{stream}"))
     keys = LakeKeySource(tuple(client.servers), described.name, client.credentials)
-    return target_from_describe(described, lake_options, keys)
+    return target_from_describe(described, lake_options, keys, file_options)
 
 
 def target_from_describe(
     described: StreamDescription,
     lake_options: Mapping[str, str] | None = None,
     keys: LakeKeySource | None = None,
+    file_options: Mapping[str, str] | None = None,
 ) -> CompactionTarget:
     """The target from a describe (what ``Client.describe_stream`` returns, too); ``keys``:
     where an encrypted stream's data keys are fetched (without it, its files are not
@@ -51,7 +56,10 @@ def target_from_describe(
         compaction_enabled=described.compaction,
         compaction_interval_s=described.compaction_interval_s,
         storage_options={k.lower(): v for k, v in (lake_options or {}).items()},
-        environment_options=from_environment(described.lake.uri, os.environ),
+        environment_options={
+            **(file_options or {}),
+            **from_environment(described.lake.uri, os.environ),
+        },
         encrypted=described.encryption,
         keys=keys if described.encryption else None,
     )

@@ -117,8 +117,12 @@ async def list_streams(node: NodeView) -> list[StreamSummary]:
     return [stream_summary(r) for r in records]
 
 
-async def describe_stream(node: NodeView, name: str) -> StreamDescription:
-    """The stream with every partition's state; offsets come from each partition's leader."""
+async def describe_stream(
+    node: NodeView, name: str, *, compaction: bool = True
+) -> StreamDescription:
+    """The stream with every partition's state; offsets come from each partition's leader.
+    ``compaction``: also read how far key compaction has cleaned the lake (one table read;
+    callers that want offsets only, such as group lag, skip it)."""
     record = await asyncio.to_thread(node.store.get, name)
     states = await asyncio.to_thread(node.store.partition_states, name)
     api_urls = {b.broker_id: b.api_url for b in await node.live_brokers()}
@@ -127,9 +131,12 @@ async def describe_stream(node: NodeView, name: str) -> StreamDescription:
         for p, (state, _version) in sorted(states.items())
     ]
     uri = lake_table_uri(node, record)
-    if uri is not None:
+    lake = _lake_ref(uri, _export_refusal(node))
+    if uri is not None and lake is not None:
         storage = lake_storage(node.config.lake)
         partitions = await _fill_lake_offsets_from_table(uri, name, partitions, storage)
+        if compaction:
+            partitions, lake = await _with_compaction_state(uri, name, partitions, lake, storage)
     return StreamDescription(
         **_flattened_spec(record.spec),
         spec=record.spec,
@@ -138,7 +145,7 @@ async def describe_stream(node: NodeView, name: str) -> StreamDescription:
         read_only=record.read_only,
         idle_paused_partitions=record.idle_paused_partitions,
         created_at_ms=record.created_at_ms,
-        lake=_lake_ref(uri, _export_refusal(node)),
+        lake=lake,
     )
 
 
@@ -187,6 +194,27 @@ async def _fill_lake_offsets_from_table(
         p if p.lake_offset is not None else _with_table_offsets(p, offsets, firsts)
         for p in partitions
     ]
+
+
+async def _with_compaction_state(
+    uri: str, name: str, partitions: list[PartitionState], lake: LakeRef, storage: LakeStorage
+) -> tuple[list[PartitionState], LakeRef]:
+    """Each partition's compacted offset and the last compaction's time, from the table's app
+    transactions (key compaction runs outside the nodes, so only the table knows). Left null
+    when the table cannot be read within ``TABLE_FALLBACK_TIMEOUT_S``, as the offsets are."""
+    table = LakeTable(uri, name, storage)
+    try:
+        async with asyncio.timeout(TABLE_FALLBACK_TIMEOUT_S):
+            state = await in_lake_thread(table.compaction_state, len(partitions))
+    except (LiftlogError, TimeoutError):
+        return partitions, lake
+    if state is None:
+        return partitions, lake
+    cleaned = [
+        dataclasses.replace(p, lake_compacted_offset=state.partition(p.partition).cleaned_offset)
+        for p in partitions
+    ]
+    return cleaned, dataclasses.replace(lake, compacted_at_ms=state.last_run)
 
 
 def _with_table_offsets(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from ingest.api.route_acl import rule_for
+from spark_log.auth import Action, granting_actions
 from spark_log.json_types import JsonObject
 
 BEARER_SCHEME = "bearerAuth"
@@ -56,7 +57,15 @@ def _add_security(spec: JsonObject) -> None:
                 continue
             operation["security"] = [{BEARER_SCHEME: []}, {CERT_SCHEME: []}]
             if rule is not None and rule.action is not None:
-                needs = f"Needs `{rule.action}` on `{rule.resource}`."
+                needs = f"Needs `{rule.action}` on `{rule.resource}`{_implied_by(rule.action)}."
             else:
                 needs = "Needs any authenticated principal."
             operation["description"] = f"{operation.get('description', '')}\n\n{needs}".strip()
+
+
+def _implied_by(action: Action) -> str:
+    """`` (or `consume`, ... which imply it)`` for an action others imply; empty otherwise."""
+    others = sorted(granting_actions(action) - {action})
+    if not others:
+        return ""
+    return f" (or {', '.join(f'`{a}`' for a in others)}, which imply it)"

@@ -53,7 +53,11 @@ def install_group_routes(app: FastAPI, node: NodeView, groups: GroupService) -> 
         check = checker(request, Action.CONSUME)
         for stream in body.streams:
             check(stream)
-        return await groups.join(group, body.model_dump(), forwarded=_forwarded(request))
+        joined = body.model_dump()
+        forwarded = _forwarded(request)
+        if not forwarded:  # a forwarding node already put the member's own address there
+            joined["client_host"] = request.client.host if request.client else None
+        return await groups.join(group, joined, forwarded=forwarded)
 
     @app.post(f"{MEMBER_PATH}/heartbeat", tags=["groups"], response_model=MemberAssignment)
     async def heartbeat(

@@ -79,6 +79,15 @@ class GroupJoin(_Strict):
     session_timeout_ms: int | None = Field(
         None, gt=0, description="null: the nodes' groups.session_timeout_ms"
     )
+    client_id: str | None = Field(
+        None, min_length=1, max_length=256, description="the client's name (Kafka's client.id)"
+    )
+    client_host: str | None = Field(
+        None,
+        max_length=256,
+        description="the member's address as the node taking the join saw it (Kafka's "
+        "client.host); that node sets it, replacing what a client sends",
+    )
 
 
 class GroupHeartbeat(_Strict):

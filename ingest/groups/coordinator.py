@@ -21,7 +21,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 from ingest.groups.cursor_store import CursorStore
-from ingest.groups.state import GroupLimits, GroupState, MemberView
+from ingest.groups.state import NO_CLIENT, GroupLimits, GroupState, MemberClient, MemberView
 from ingest.groups.streams import GroupStreams, earliest_offset
 from spark_log.api_models import (
     GroupCommitted,
@@ -236,6 +236,7 @@ class GroupCoordinator:
         instance_id: str | None,
         streams: list[str],
         session_timeout_ms: int | None,
+        client: MemberClient = NO_CLIENT,
     ) -> MemberAssignment:
         for stream in streams:
             await self._streams.require(stream)
@@ -244,14 +245,18 @@ class GroupCoordinator:
             if state is None:  # a new group is written only once its first join succeeded
                 state = GroupState(group, limits=self._limits)
                 await self._refresh_counts(state, streams)
-                view = state.join(member_id, instance_id, streams, session_timeout_ms, now_ms())
+                view = state.join(
+                    member_id, instance_id, streams, session_timeout_ms, now_ms(), client
+                )
                 await self._persist(state, -1)
                 return self._assignment(state, view)
             before = state.version
             try:
                 state.expire(now_ms())
                 await self._refresh_counts(state, streams)
-                view = state.join(member_id, instance_id, streams, session_timeout_ms, now_ms())
+                view = state.join(
+                    member_id, instance_id, streams, session_timeout_ms, now_ms(), client
+                )
             finally:  # expiries and count changes are written even when the join is refused
                 await self._persist(state, before)
             return self._assignment(state, view)
@@ -433,8 +438,8 @@ class GroupCoordinator:
                 continue
             for ps in states:
                 committed = self._committed(group, name, ps.partition, facts.created_at_ms)
+                lag = _lag(committed, ps)
                 hw = ps.high_watermark
-                lag = None if committed is None or hw is None else max(0, hw - (committed + 1))
                 owner = owners.get((name, ps.partition))
                 partitions.append(GroupPartition(name, ps.partition, owner, committed, hw, lag))
         members = tuple(
@@ -445,6 +450,8 @@ class GroupCoordinator:
                 m.streams,
                 _by_stream(m.assigned),
                 _by_stream(m.revoking),
+                m.client.client_id,
+                m.client.client_host,
             )
             for _, m in sorted(state.members.items())
         )
@@ -524,6 +531,15 @@ class GroupCoordinator:
             self._groups.pop(group, None)
             self._rebalancing_since.pop(group, None)
             self._written_members.pop(group, None)
+
+
+def _lag(committed: int | None, state: PartitionState) -> int | None:
+    """Records the group has not processed: after its committed offset, or from the first
+    readable offset when it committed nothing (records wait all the same). None while the
+    partition's leader does not report its offsets."""
+    hw = state.high_watermark
+    start = committed + 1 if committed is not None else earliest_offset(state)
+    return None if hw is None or start is None else max(0, hw - start)
 
 
 def _by_stream(held: Iterable[tuple[str, int]]) -> dict[str, list[int]]:

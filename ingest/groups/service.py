@@ -32,7 +32,7 @@ from ingest.groups.coordinator import (
 )
 from ingest.groups.cursor_store import CursorStore
 from ingest.groups.cursors import HEADER_FORWARDED, CursorService
-from ingest.groups.state import GroupLimits
+from ingest.groups.state import GroupLimits, MemberClient
 from ingest.groups.streams import GroupStreams
 from ingest.peer_calls import call_peer
 from ingest.security.node_credentials import outgoing_credentials
@@ -158,6 +158,7 @@ class GroupService:
             body.get("instance_id"),
             list(body["streams"]),
             body.get("session_timeout_ms"),
+            client=MemberClient(body.get("client_id"), body.get("client_host")),
         )
         self._wake.set()
         return answer

@@ -61,6 +61,8 @@ class MemberRecord(TypedDict):
     assignment_epochs: dict[str, dict[str, int]]
     """The member epoch each held partition was assigned at: stream, then partition."""
     target: ByStream
+    client_id: str | None
+    client_host: str | None
 
 
 class GroupRecord(TypedDict):
@@ -87,6 +89,18 @@ class GroupLimits:
     max_session_timeout_ms: int = 300_000
     default_session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 5_000
+
+
+@dataclass(frozen=True)
+class MemberClient:
+    """Who a member is, for the people who watch the group: the name its client gave itself
+    (Kafka's ``client.id``) and the address it joined from (``client.host``)."""
+
+    client_id: str | None = None
+    client_host: str | None = None
+
+
+NO_CLIENT = MemberClient()
 
 
 @dataclass(frozen=True)
@@ -117,6 +131,7 @@ class Member:
     member_epoch: int = 0
     assigned: dict[TopicPartition, int] = field(default_factory=dict)
     revoking: dict[TopicPartition, int] = field(default_factory=dict)
+    client: MemberClient = NO_CLIENT
     deadline_ms: int = 0  # session end; never persisted
 
     def held(self) -> set[TopicPartition]:
@@ -153,6 +168,7 @@ class GroupState:
         streams: Iterable[str],
         session_timeout_ms: int | None,
         now_ms: int,
+        client: MemberClient = NO_CLIENT,
     ) -> MemberView:
         """Add a member, rejoin a known one (it dropped everything), or take a static slot.
 
@@ -182,6 +198,7 @@ class GroupState:
             member = Member(member_id or self._fresh_id(), instance_id, subscription, timeout)
             self.members[member.member_id] = member
             self._rebalance()
+        member.client = client
         member.deadline_ms = now_ms + timeout
         self._reconcile(member)
         self.version += 1
@@ -438,6 +455,8 @@ class GroupState:
             "revoking": _by_stream(m.revoking),
             "assignment_epochs": epochs,
             "target": _by_stream(self.target.get(m.member_id, set())),
+            "client_id": m.client.client_id,
+            "client_host": m.client.client_host,
         }
 
     @classmethod
@@ -481,8 +500,16 @@ def _member_from_json(raw: JsonMapping, now_ms: int) -> Member:
         member_epoch=int(raw["member_epoch"]),
         assigned=held(raw["assigned"]),
         revoking=held(raw["revoking"]),
+        client=MemberClient(
+            _optional_str(raw.get("client_id")), _optional_str(raw.get("client_host"))
+        ),
         deadline_ms=now_ms + timeout,
     )
+
+
+def _optional_str(value: object) -> str | None:
+    """A member field records written before it existed do not carry (None)."""
+    return None if value is None else str(value)
 
 
 def _subscription(streams: Iterable[str]) -> tuple[str, ...]:

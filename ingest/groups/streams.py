@@ -71,7 +71,7 @@ class GroupStreams:
 
     async def partition_states(self, stream: str) -> list[PartitionState]:
         """Each partition with the offsets its leader reports (HW null while it has none)."""
-        return list((await admin.describe_stream(self._node, stream)).partitions)
+        return list((await admin.describe_stream(self._node, stream, compaction=False)).partitions)
 
     async def offset_for_timestamp(self, stream: str, state: PartitionState, ts_ms: int) -> int:
         """The first offset whose timestamp is at or after ``ts_ms`` (the HW when none is)."""

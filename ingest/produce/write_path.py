@@ -36,9 +36,18 @@ from spark_log.errors import KeyUnavailableError, LiftlogError, StorageError, St
 from spark_log.fetch_wire import is_internal_reply
 from spark_log.log import PartitionLog, decode_header
 from spark_log.stream_spec import StreamSpec
-from spark_log.wire import ack_prefix, encode_ack, encode_duplicate_ack, encode_error
+from spark_log.wire import (
+    HEADER_PRINCIPAL,
+    ack_prefix,
+    encode_ack,
+    encode_duplicate_ack,
+    encode_error,
+)
 
 log = logging.getLogger("liftlog.write_path")
+
+PRINCIPAL_VERDICT_TTL_S = 1.0
+MAX_PRINCIPAL_VERDICTS = 1024
 
 AckSender = Callable[[str, bytes], None]
 """Queues a message on NATS (the intake writes everything queued in a loop turn at once)."""
@@ -121,6 +130,10 @@ class LeaderWritePath:
         self.recorded_elsewhere: Callable[[str], bool] | None = None
         """Whether an active stream other than this one records a subject (set by the
         replica manager, which knows every stream; None: this stream alone)."""
+        self.publisher_refusal: Callable[[str], LiftlogError | None] | None = None
+        """Why the principal a message names (``Liftlog-Principal``) may not publish here,
+        or None (set by the replica manager when NATS logins are Liftlog tokens)."""
+        self._verdicts: dict[str, tuple[float, LiftlogError | None]] = {}
         self._queue: list[ProduceRequest] = []
         self._queued_bytes = 0
         self._wakeup = asyncio.Event()
@@ -194,6 +207,8 @@ class LeaderWritePath:
                 self._drop_internal_reply(msg.subject, reply)
             elif inactive:
                 self._refuse_inactive(msg.subject, reply)
+            elif msg.headers and (refusal := self._publisher_refusal(msg.headers)):
+                self._refuse_reply(reply, refusal)
             elif (
                 len(self._queue) >= limits.pending_msgs_limit
                 or self._queued_bytes >= limits.pending_bytes_limit
@@ -207,6 +222,22 @@ class LeaderWritePath:
                     continue
                 self._enqueue(req, received_s)
         return dropped
+
+    def _publisher_refusal(self, headers: dict[str, str]) -> LiftlogError | None:
+        """The verdict on the principal a message names, judged at most once a second per
+        principal: the ACLs are not read again for every message of a busy publisher."""
+        check, principal = self.publisher_refusal, headers.get(HEADER_PRINCIPAL)
+        if check is None or principal is None:
+            return None
+        now = self._clock.monotonic_s()
+        known = self._verdicts.get(principal)
+        if known is not None and now - known[0] < PRINCIPAL_VERDICT_TTL_S:
+            return known[1]
+        if len(self._verdicts) >= MAX_PRINCIPAL_VERDICTS:
+            self._verdicts.clear()
+        verdict = check(principal)
+        self._verdicts[principal] = (now, verdict)
+        return verdict
 
     def _enqueue(self, req: ProduceRequest, received_s: float) -> None:
         req.received_s = received_s

@@ -92,6 +92,10 @@ class ReplicaManager:
         self._data_dir = Path(config.data_dir)
         self.replicas: dict[tuple[str, int], PartitionReplica] = {}
         self.streams: dict[str, StreamView] = {}
+        self.publish_check: Callable[[str, str], LiftlogError | None] | None = None
+        """(stream, principal) -> why that principal may not publish there, or None: the
+        node's second line behind NATS's own permissions (set by the node when NATS logins
+        are Liftlog tokens)."""
         self._lock = asyncio.Lock()
         self.cluster = cluster_token(config.zk_root)
         # read and checked at start: a bad master key fails the node, not its first write
@@ -259,6 +263,8 @@ class ReplicaManager:
         replica.isr_writer = self._isr_writer(key)
         replica.idle.marker = self._idle_marker(key)
         replica.writes.recorded_elsewhere = functools.partial(self.recorded_elsewhere, key[0])
+        if self.publish_check is not None:
+            replica.writes.publisher_refusal = functools.partial(self.publish_check, key[0])
         await replica.open()
         self.replicas[key] = replica
         return replica

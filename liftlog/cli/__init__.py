@@ -4,7 +4,8 @@
 One module per command group; this one builds the parser, parses (options may stand before,
 between or after positionals: ``parsing``), answers shell completion (argcomplete) and turns
 typed errors into ``liftlog: <code>: <message>`` with exit status 1, in the CLI's words
-(``flags``). Every command that talks to a running cluster takes ``--server URL``.
+(``flags``), and ends quietly when the reader of its output leaves (``closed_pipe``). Every
+command that talks to a running cluster takes ``--server URL``.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import sys
 import argcomplete
 
 from liftlog.cli.auth import add_acl_parser, add_auth_parser
+from liftlog.cli.closed_pipe import quiet_exit, stdout_closed
 from liftlog.cli.cluster import add_cluster_parser
 from liftlog.cli.compact import add_compact_parser
 from liftlog.cli.completion import add_completion_parser
+from liftlog.cli.consume import add_consume_parser
 from liftlog.cli.cursor import add_cursor_parser
 from liftlog.cli.encryption import add_encryption_parser
 from liftlog.cli.flags import field_flags, to_cli_words
@@ -46,7 +49,13 @@ def main(argv: list[str] | None = None) -> int:
         args.command_parser.print_help()
         return EXIT_USAGE
     try:
-        return int(args.run(args) or 0)
+        status = int(args.run(args) or 0)
+        sys.stdout.flush()  # here, where a reader that left is handled, not at exit
+        return status
+    except BrokenPipeError:
+        if stdout_closed():
+            return quiet_exit()
+        raise
     except LiftlogError as exc:
         print(f"liftlog: {exc.code}: {to_cli_words(exc.message, flags)}", file=sys.stderr)
         return EXIT_ERROR
@@ -72,6 +81,7 @@ def _parser_and_flags() -> tuple[argparse.ArgumentParser, dict[str, str]]:
     add_cluster_parser(sub)
     add_publish_parser(sub)
     add_tail_parser(sub)
+    add_consume_parser(sub)
     add_cursor_parser(sub)
     add_group_parser(sub)
     add_compact_parser(sub)

@@ -10,24 +10,32 @@ from collections.abc import Sequence
 from typing import TypeAlias
 
 from spark_log.api_models import Ack
-from spark_log.client.credentials import ENV_CREDENTIALS_FILE, ENV_NAMES, ClientCredentials
+from spark_log.client.credentials import (
+    ENV_CREDENTIALS_FILE,
+    ENV_NAMES,
+    ENV_SERVER,
+    ClientCredentials,
+)
 from spark_log.client.rest import DEFAULT_SERVER, RestClient
 
-SERVER_ENV = "LIFTLOG_SERVER"
+SERVER_ENV = ENV_SERVER
 
 Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 """What ``add_subparsers`` returns, where each command group adds its commands."""
 
 
 def add_server_arg(parser: argparse.ArgumentParser) -> None:
-    """``--server``: the REST base URLs of any nodes (the client fails over between them)."""
+    """``--server``: the REST base URLs of any nodes (the client fails over between them);
+    unset, ``RestClient`` takes ``$LIFTLOG_SERVER``, then the credentials file's ``server``."""
     from_env = os.environ.get(SERVER_ENV)
     source = (
-        f"{from_env}, from ${SERVER_ENV}" if from_env else f"{DEFAULT_SERVER}, or ${SERVER_ENV}"
+        f"{from_env}, from ${SERVER_ENV}"
+        if from_env
+        else f"${SERVER_ENV}, then server in the credentials file, then {DEFAULT_SERVER}"
     )
     parser.add_argument(
         "--server",
-        default=from_env or DEFAULT_SERVER,
+        default=None,
         help=f"REST base URL(s) of any node, comma-separated (default: {source})",
     )
     add_credential_args(parser)
@@ -56,7 +64,7 @@ def add_credential_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--credentials-file",
         default=None,
-        help="TOML file with token, ca_file, cert_file, key_file "
+        help="TOML file with server, token, ca_file, cert_file, key_file and [lake] "
         f"(default: ${ENV_CREDENTIALS_FILE})",
     )
 

@@ -82,7 +82,7 @@ def add_compact_parser(sub: Subcommands) -> None:
         metavar="KEY=VALUE",
         help="an object-store option of the lake, delta-rs names (e.g. AWS_ENDPOINT_URL=...; "
         "repeatable; default: spark.liftlog.lake.<KEY> of the Spark session, then the "
-        "AWS_* environment for s3:// lakes)",
+        "AWS_* environment, then [lake] of the credentials file, for s3:// lakes)",
     )
     p.add_argument("--watch-poll-s", type=float, help="how often --watch looks (default: 30)")
     p.add_argument("--json", action="store_true", help="print the report as JSON (default: text)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Mapping
 
 from liftlog.cli.common import num, print_table
@@ -55,6 +56,9 @@ def print_describe(body: StreamDescription) -> None:
     )
     print(f"lake table: {_lake_uri(body.lake)}")
     print(compaction_line(body))
+    compacted = lake_compaction_line(body)
+    if compacted is not None:
+        print(compacted)
     if body.encryption:
         print("encryption: on (values encrypted at rest)")
     if body.timestamp_type == "create":
@@ -109,6 +113,30 @@ def compaction_line(body: StreamDescription) -> str:
     interval = body.compaction_interval_s
     every = f"every {interval:g}s" if interval else "on demand"
     return f"compaction: on ({every}), delete retention {body.delete_retention_ms} ms"
+
+
+def lake_compaction_line(body: StreamDescription, partitions: Iterable[int] = ()) -> str | None:
+    """Which offsets key compaction cleaned in the lake, of ``partitions`` (default: all), and
+    that the log is not compacted; None when none of them was compacted. Said wherever the
+    log's records and the lake's (what Spark reads) can differ."""
+    chosen = set(partitions)
+    cleaned = [
+        (p.partition, p.lake_compacted_offset)
+        for p in body.partitions
+        if p.lake_compacted_offset is not None and (not chosen or p.partition in chosen)
+    ]
+    if not cleaned:
+        return None
+    first_p, first_offset = cleaned[0]
+    ranges = [f"partition {first_p} compacted by key below offset {first_offset}"]
+    ranges += [f"partition {p} below offset {offset}" for p, offset in cleaned[1:]]
+    when = body.lake.compacted_at_ms if body.lake else None
+    at = "" if when is None else f" (last run {_utc(when)})"
+    return f"lake: {', '.join(ranges)}{at}; the log keeps every record until its retention"
+
+
+def _utc(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="seconds")
 
 
 def _leos(leos: Mapping[str, int]) -> str:

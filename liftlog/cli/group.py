@@ -1,8 +1,9 @@
 """``liftlog group list|describe|reset-offsets|delete``: consumer groups, over REST.
 
 Shaped after ``kafka-consumer-groups``: ``describe`` prints one row per partition (STREAM
-PARTITION MEMBER COMMITTED HIGH_WATERMARK LAG) and then the members; ``reset-offsets`` prints
-the plan and changes nothing without ``--execute``. COMMITTED is the last offset processed.
+PARTITION MEMBER CLIENT-ID HOST COMMITTED HIGH_WATERMARK LAG) and then the members;
+``reset-offsets`` prints the plan and changes nothing without ``--execute``. COMMITTED is the
+last offset processed.
 """
 
 from __future__ import annotations
@@ -92,28 +93,53 @@ def _describe(args: argparse.Namespace) -> int:
         f"group {described.group}: {described.state}, epoch {described.group_epoch}, "
         f"coordinator {described.coordinator}"
     )
+    members = {m.member_id: m for m in described.members}
     print_table(
-        ["STREAM", "PARTITION", "MEMBER", "COMMITTED", "HIGH_WATERMARK", "LAG"],
-        [_partition_row(p) for p in described.partitions],
+        [
+            "STREAM",
+            "PARTITION",
+            "MEMBER",
+            "CLIENT-ID",
+            "HOST",
+            "COMMITTED",
+            "HIGH_WATERMARK",
+            "LAG",
+        ],
+        [_partition_row(p, members.get(p.member_id or "")) for p in described.partitions],
     )
     if described.members:
         print()
         print_table(
-            ["MEMBER", "INSTANCE", "EPOCH", "STREAMS", "ASSIGNED", "REVOKING"],
+            ["MEMBER", "CLIENT-ID", "HOST", "INSTANCE", "EPOCH", "STREAMS", "ASSIGNED", "REVOKING"],
             [_member_row(m) for m in described.members],
         )
     return 0
 
 
-def _partition_row(p: GroupPartition) -> list[object]:
-    lag = num(p.lag)
-    return [p.stream, p.partition, p.member_id or "-", num(p.committed), num(p.high_watermark), lag]
+def _partition_row(p: GroupPartition, member: GroupMember | None) -> list[object]:
+    return [
+        p.stream,
+        p.partition,
+        p.member_id or "-",
+        *_client(member),
+        num(p.committed),
+        num(p.high_watermark),
+        num(p.lag),
+    ]
+
+
+def _client(member: GroupMember | None) -> list[str]:
+    """CLIENT-ID and HOST: ``-`` for a partition no member holds, or a field not reported."""
+    if member is None:
+        return ["-", "-"]
+    return [member.client_id or "-", member.client_host or "-"]
 
 
 def _member_row(m: GroupMember) -> list[object]:
     assigned, revoking = _partitions(m.assigned), _partitions(m.revoking)
     return [
         m.member_id,
+        *_client(m),
         m.instance_id or "-",
         m.member_epoch,
         ",".join(m.streams),

@@ -13,9 +13,10 @@ from nats.aio.client import Client as NatsClient
 from liftlog.cli.common import ack_line, rest
 from spark_log.api_models import Ack, ClusterInfo, StreamDescription
 from spark_log.client.client import ack_from_wire, nats_url_from_cluster, no_responders_error
-from spark_log.errors import InvalidRequestError, RequestTimeoutError, UnavailableError
-from spark_log.nats_config import nats_credentials_from_env
-from spark_log.nats_options import nats_auth_options
+from spark_log.client.nats_connect import connect_nats
+from spark_log.client.nats_login import nats_login
+from spark_log.errors import InvalidRequestError, RequestTimeoutError
+from spark_log.nats_options import NatsAuthOptions, nats_auth_options
 from spark_log.wire import decode_ack
 
 PLAIN_ACK_TIMEOUT_S = 10.0
@@ -33,7 +34,7 @@ async def publish_plain(args: argparse.Namespace, values: list[str]) -> int:
     url = args.nats_url or nats_url_from_cluster(
         ClusterInfo.from_json(client.get_json("/v1/cluster"))
     )
-    nc = await _connect(url)
+    nc = await _connect(url, nats_auth_options(nats_login(None, client.credentials)))
     try:
         for value in values:
             reply = await _request(nc, subject, value.encode(), (spec.name, partition, url))
@@ -43,17 +44,16 @@ async def publish_plain(args: argparse.Namespace, values: list[str]) -> int:
     return 0
 
 
-async def _connect(url: str) -> NatsClient:
-    try:
-        return await nats.connect(
-            url,
-            connect_timeout=PLAIN_CONNECT_TIMEOUT_S,
-            max_reconnect_attempts=0,
-            allow_reconnect=False,  # a refused login fails at once instead of retrying forever
-            **nats_auth_options(nats_credentials_from_env()),  # LIFTLOG_NATS_*
-        )
-    except (nats.errors.Error, OSError) as exc:
-        raise UnavailableError(f"cannot connect to NATS at {url}: {exc}") from exc
+async def _connect(url: str, login: NatsAuthOptions) -> NatsClient:
+    """One try, bounded: a refused login or TLS handshake is NatsLoginError or
+    NatsConnectError saying what to set (``spark_log.client.nats_connect``)."""
+    return await connect_nats(
+        url,
+        login,  # LIFTLOG_NATS_*, else the Liftlog token
+        timeout_s=PLAIN_CONNECT_TIMEOUT_S,
+        max_reconnect_attempts=0,
+        allow_reconnect=False,
+    )
 
 
 async def _request(

@@ -8,7 +8,7 @@ import asyncio
 import sys
 
 from liftlog.cli.common import Subcommands, ack_line, add_server_arg, credentials
-from liftlog.cli.plain_publish import publish_plain
+from liftlog.cli.unstored import warn_if_not_stored
 from spark_log.errors import InvalidRequestError
 from spark_log.stream_spec import ACK_POLICIES
 
@@ -68,6 +68,8 @@ def add_publish_parser(sub: Subcommands) -> None:
 def _publish(args: argparse.Namespace) -> int:
     values = args.values or [line.rstrip("\n") for line in sys.stdin]
     if args.plain:
+        from liftlog.cli.plain_publish import publish_plain  # NATS alone, loaded when used
+
         _refuse_liftlog_options(args)
         return asyncio.run(publish_plain(args, values))
     headers = dict(_split_header(h) for h in args.header or [])
@@ -107,7 +109,9 @@ async def _publish_async(
                 msg_id=args.msg_id,
             )
             print(ack_line(ack))
+            await warn_if_not_stored(client, args.stream, len(values) if ack is None else 0)
             return 0
+        unacked = 0
         for i, value in enumerate(values):
             ack = await client.publish(
                 args.stream,
@@ -119,4 +123,7 @@ async def _publish_async(
                 msg_id=f"{args.msg_id}-{i}" if args.msg_id and len(values) > 1 else args.msg_id,
             )
             print(ack_line(ack), flush=True)
+            if ack is None:
+                unacked += 1
+        await warn_if_not_stored(client, args.stream, unacked)
     return 0

@@ -11,15 +11,18 @@ from liftlog.embedded.port_check import (
     PORT_ZOOKEEPER,
     PortInUseError,
 )
-from liftlog.embedded.standalone import (
+from liftlog.embedded.standalone_defaults import (
     DEFAULT_STANDALONE_API_PORT,
     DEFAULT_STANDALONE_DATA_DIR,
     DEFAULT_STANDALONE_NATS_PORT,
     DEFAULT_STANDALONE_NODES,
     DEFAULT_STANDALONE_ZK_PORT,
+    HA_CLUSTER_SIZE,
+    HA_DEFAULT_NODES,
+    LAKE_CHOICES,
+    LAKE_LOCAL,
+    LAKE_S3,
 )
-from liftlog.embedded.standalone_ha import HA_CLUSTER_SIZE, HA_DEFAULT_NODES
-from liftlog.embedded.standalone_lake import LAKE_CHOICES, LAKE_LOCAL, LAKE_S3
 
 DEFAULT_NODE_LOG_LEVEL = "INFO"
 # The flag that moves each kind of port (the NATS monitor port is picked free, no flag).
@@ -96,7 +99,8 @@ def add_standalone_parser(sub: Subcommands) -> None:
         choices=LAKE_CHOICES,
         default=LAKE_LOCAL,
         help=f"where the nodes export: {LAKE_LOCAL} (<data-dir>/lake) or {LAKE_S3} (an embedded "
-        f"SeaweedFS, bucket s3://liftlog/lake; credentials in the node configs) "
+        f"SeaweedFS, bucket s3://liftlog/lake; its keys printed at start and written to "
+        f"<data-dir>/credentials.toml and <data-dir>/lake.env) "
         f"(default: {LAKE_LOCAL})",
     )
     p.add_argument(
@@ -105,7 +109,7 @@ def add_standalone_parser(sub: Subcommands) -> None:
         help="TLS and authentication everywhere: a throwaway CA and certificates under "
         "<data-dir>/tls, HTTPS nodes (client certificates of that CA accepted), ZooKeeper "
         "over TLS with a digest ACL, NATS over TLS with users, auth on with a bootstrap admin "
-        "token printed at start and <data-dir>/credentials.toml for the CLI "
+        "token printed at start and <data-dir>/credentials.toml (server, token, CA) for the CLI "
         "(LIFTLOG_CREDENTIALS_FILE); with --ha, routes and quorum traffic too (default: off)",
     )
     p.set_defaults(run=_run_standalone)

@@ -6,16 +6,21 @@ import argparse
 import asyncio
 import datetime as dt
 import json
+import sys
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from liftlog.cli.common import Subcommands, add_server_arg, credentials
-from liftlog.cli.merge import follow_partitions, merged_records
+from liftlog.cli.describe import lake_compaction_line
+from liftlog.cli.merge import follow_partitions
+from liftlog.cli.tail_last import caught_up, record_count
 from spark_log.client.positions import START_NAMES, STOP_LATEST, Cursor, Start, Stop, check_order
 from spark_log.errors import InvalidRequestError
 
 CURSOR_PREFIX = "cursor:"
 
 if TYPE_CHECKING:
+    from spark_log.api_models import StreamDescription
     from spark_log.client import Client
     from spark_log.log import Record
 
@@ -58,7 +63,18 @@ def add_tail_parser(sub: Subcommands) -> None:
         help="keep waiting for new records on every partition (default: stop at the end)",
     )
     p.add_argument(
-        "-n", "--max", type=int, help="stop after this many records in total (default: no limit)"
+        "-n",
+        "--lines",
+        type=record_count,
+        metavar="N",
+        help="print only the last N records (Unix tail's -n; with -f, then follow; default: all)",
+    )
+    p.add_argument(
+        "--max",
+        type=record_count,
+        metavar="N",
+        help="print only the first N records, following if needed, then exit (Kafka's "
+        "--max-messages; default: no limit)",
     )
     p.add_argument("--json", action="store_true", help="one JSON object per line (default: text)")
     add_server_arg(p)
@@ -69,10 +85,9 @@ def _tail(args: argparse.Namespace) -> int:
     start = parse_start(args.start)
     stop = parse_stop(args.stop) if args.stop is not None else None
     check_order(start, stop)
-    try:
-        return asyncio.run(_tail_async(args, start, stop))
-    except BrokenPipeError:  # `liftlog tail ... | head`
-        return 0
+    if args.lines is not None and args.max is not None:
+        raise InvalidRequestError("-n prints the last N records, --max the first N: give one")
+    return asyncio.run(_tail_async(args, start, stop))
 
 
 def parse_start(text: str) -> Start:
@@ -129,7 +144,7 @@ async def _tail_async(args: argparse.Namespace, start: Start, stop: Stop | None)
         partitions = await _partitions(client, args.stream, args.partition)
         offsets = {p: await client.start_offset(args.stream, p, start) for p in partitions}
         printed = 0
-        async for partition, record in merged_records(client, args.stream, offsets, stop):
+        async for partition, record in caught_up(client, args.stream, offsets, stop, args.lines):
             if args.max is not None and printed >= args.max:
                 return 0
             print_record(partition, record, args.json)
@@ -144,7 +159,9 @@ async def _tail_async(args: argparse.Namespace, start: Start, stop: Stop | None)
 
 
 async def _partitions(client: Client, stream: str, chosen: list[int] | None) -> list[int]:
-    count = len((await client.describe_stream(stream)).partitions)
+    described = await client.describe_stream(stream)
+    count = len(described.partitions)
+    _note_compaction(described, chosen or ())
     if not chosen:
         return list(range(count))
     missing = sorted({p for p in chosen if not 0 <= p < count})
@@ -154,6 +171,13 @@ async def _partitions(client: Client, stream: str, chosen: list[int] | None) -> 
             f"{', '.join(map(str, missing))}"
         )
     return sorted(set(chosen))
+
+
+def _note_compaction(described: StreamDescription, chosen: Iterable[int]) -> None:
+    """On stderr: a key-compacted lake holds fewer records than the log tail reads."""
+    line = lake_compaction_line(described, chosen)
+    if line is not None:
+        print(f"note: {line}; tail reads the log", file=sys.stderr, flush=True)
 
 
 def print_record(partition: int, record: Record, as_json: bool) -> None:

@@ -36,10 +36,15 @@ from spark_log.nats_config import NatsCredentials
 ALL_SUBJECTS = ">"
 INBOX_SUBJECTS = "_INBOX.>"
 INTERNAL_SUBJECTS = f"{SUBJECT_PREFIX}.>"
+# where nats-server waits for the answer to an auth callout (the nodes answer logins)
+CALLOUT_REPLY_SUBJECTS = "$SYS._INBOX.>"
 # the server's own APIs (JetStream, system account): never for a publisher
 SERVER_API_SUBJECTS = ("$JS.>", "$JSC.>", "$KV.>", "$O.>", "$SYS.>")
 DEFAULT_NODE_USER = "liftlog-node"
 DEFAULT_PUBLISHER_USER = "liftlog-publisher"
+DEFAULT_SYSTEM_USER = "liftlog-system"
+CALLOUT_ACCOUNT = "LIFTLOG"
+SYSTEM_ACCOUNT = "SYS"
 GENERATED_PASSWORD_BYTES = 32
 
 
@@ -55,9 +60,10 @@ class NatsPermissions:
 
 def node_permissions() -> NatsPermissions:
     """An ingest node: subscribes to any subject, publishes requests and replies only
-    (replication replies under ``_LIFTLOG.>``, acks under ``_INBOX.>``)."""
+    (replication replies under ``_LIFTLOG.>``, acks under ``_INBOX.>``, answers to the auth
+    callout under ``$SYS._INBOX.>``)."""
     return NatsPermissions(
-        publish_allow=(INTERNAL_SUBJECTS, INBOX_SUBJECTS),
+        publish_allow=(INTERNAL_SUBJECTS, INBOX_SUBJECTS, CALLOUT_REPLY_SUBJECTS),
         subscribe_allow=(ALL_SUBJECTS,),
     )
 
@@ -120,23 +126,55 @@ class NatsServerTls:
 
 
 @dataclass(frozen=True)
+class NatsCalloutServer:
+    """Logins handed to the nodes (auth callout): ``issuer`` is the public account key the
+    nodes sign their answers with; the server's ``users`` (the nodes) and ``system_user`` log
+    in by password, everyone else by a Liftlog token, judged by the nodes. The nodes and the
+    clients they authorize share the account ``LIFTLOG``; ``system_user`` is in the system
+    account, through which the nodes disconnect clients whose rights changed."""
+
+    issuer: str
+    system_user: NatsUser
+
+    def render(self, users: Sequence[NatsUser]) -> str:
+        auth_users = [u.user or u.nkey for u in (*users, self.system_user)]
+        node_users = "\n".join(f"      {u.render()}" for u in users)
+        return (
+            "accounts {\n"
+            f"  {CALLOUT_ACCOUNT}: {{\n    users = [\n{node_users}\n    ]\n  }}\n"
+            f"  {SYSTEM_ACCOUNT}: {{ users = [ {self.system_user.render()} ] }}\n"
+            "}\n"
+            f"system_account: {SYSTEM_ACCOUNT}\n"
+            "authorization {\n  auth_callout {\n"
+            f"    issuer: {_q(self.issuer)}\n    account: {CALLOUT_ACCOUNT}\n"
+            f"    auth_users: {_list(auth_users)}\n  }}\n}}\n"
+        )
+
+
+@dataclass(frozen=True)
 class NatsServerSecurity:
     """What a secured nats-server adds to its config: TLS, and users with permissions or one
     shared ``token`` (nats-server's single-token mode: whoever has it may do everything, so
-    it suits a deployment with nodes only, never one with publishers to keep apart)."""
+    it suits a deployment with nodes only, never one with publishers to keep apart). With
+    ``callout``, ``users`` are the nodes and every other login is judged by them."""
 
     users: tuple[NatsUser, ...] = ()
     tls: NatsServerTls | None = None
     token: str = field(default="", repr=False)
+    callout: NatsCalloutServer | None = None
 
     def __post_init__(self) -> None:
         if self.users and self.token:
             raise ConfigError("nats-server authorization takes users or a token, not both")
+        if self.callout and not self.users:
+            raise ConfigError("an auth callout needs the nodes' users, which answer it")
 
     def config_text(self) -> str:
         """The ``tls`` and ``authorization`` blocks (empty when nothing is set)."""
         text = f"tls {self.tls.render()}\n" if self.tls else ""
-        if self.users:
+        if self.callout:
+            text += self.callout.render(self.users)
+        elif self.users:
             users = "\n".join(f"    {u.render()}" for u in self.users)
             text += f"authorization {{\n  users = [\n{users}\n  ]\n}}\n"
         if self.token:
@@ -152,6 +190,36 @@ class SecureNats:
     security: NatsServerSecurity
     node: NatsCredentials
     publisher: NatsCredentials
+    system: NatsCredentials | None = None
+
+
+@dataclass(frozen=True)
+class CalloutSecrets:
+    """What a stack with token logins keeps across restarts: the nodes' and the system
+    user's passwords and the public key of the issuer the nodes sign logins with."""
+
+    node_password: str = field(repr=False)
+    system_password: str = field(repr=False)
+    issuer: str
+
+
+def callout_nats(
+    tls: NatsServerTls | None, secrets_: CalloutSecrets, publisher: NatsCredentials
+) -> SecureNats:
+    """A server whose logins, but the nodes' and the system user's, are Liftlog tokens
+    judged by the nodes (auth callout). ``publisher`` is what clients log in with (a token)."""
+    node = NatsCredentials(user=DEFAULT_NODE_USER, password=secrets_.node_password)
+    system = NatsCredentials(user=DEFAULT_SYSTEM_USER, password=secrets_.system_password)
+    everything = NatsPermissions(publish_allow=(ALL_SUBJECTS,), subscribe_allow=(ALL_SUBJECTS,))
+    callout = NatsCalloutServer(secrets_.issuer, NatsUser(everything, system.user, system.password))
+    users = (NatsUser(node_permissions(), node.user, node.password),)
+    ca = {"tls_ca_file": tls.ca_file} if tls else {}
+    return SecureNats(
+        NatsServerSecurity(users, tls, callout=callout),
+        dataclasses.replace(node, **ca),
+        dataclasses.replace(publisher, **ca),
+        dataclasses.replace(system, **ca),
+    )
 
 
 def secure_nats(

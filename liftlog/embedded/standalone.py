@@ -10,6 +10,9 @@ znodes and sessions included)::
     seaweedfs/       with ``lake="s3"``: the embedded S3 server's store; the lake is then
                      ``s3://liftlog/lake`` on it instead of ``lake/``
     config/node-<i>.toml
+    credentials.toml with ``secure`` or ``lake="s3"``: the server URL, the admin token and
+                     CA, the S3 lake's keys, for the tools (client_files.py); ``lake.env``
+                     the S3 lake's ``AWS_*`` variables
     logs/            nats.log, zookeeper.log, node-<i>.log
     .lock            locked while any process of the stack lives (see data_dir_lock.py)
 With ``ha=True`` (``--ha``) NATS and ZooKeeper are three servers each (see standalone_ha.py)
@@ -30,6 +33,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Self
 
+from liftlog.embedded.client_files import CREDENTIALS_FILE_NAME, LAKE_ENV_FILE_NAME, ClientFiles
 from liftlog.embedded.component import Component
 from liftlog.embedded.data_dir_lock import DataDirLock
 from liftlog.embedded.lifecycle import StartStop
@@ -48,8 +52,21 @@ from liftlog.embedded.ports import free_port, free_port_block
 from liftlog.embedded.process import DEFAULT_STOP_TIMEOUT_S
 from liftlog.embedded.restarts import ComponentRestarter
 from liftlog.embedded.seaweedfs import SeaweedFsServer
+from liftlog.embedded.standalone_defaults import (
+    DEFAULT_STANDALONE_API_PORT,
+    DEFAULT_STANDALONE_DATA_DIR,
+    DEFAULT_STANDALONE_NATS_PORT,
+    DEFAULT_STANDALONE_NODES,
+    DEFAULT_STANDALONE_ZK_PORT,
+)
 from liftlog.embedded.standalone_ha import HaTopology
-from liftlog.embedded.standalone_lake import LAKE_LOCAL, LAKE_S3, create_lake_bucket, s3_lake_config
+from liftlog.embedded.standalone_lake import (
+    LAKE_LOCAL,
+    LAKE_S3,
+    create_lake_bucket,
+    kept_s3_secret,
+    s3_lake_config,
+)
 from liftlog.embedded.standalone_secure import SecureStack
 from liftlog.embedded.zookeeper import ZooKeeperServer, node_zk_security, secure_zookeeper
 from spark_log.auth_config import AuthConfig
@@ -57,11 +74,6 @@ from spark_log.config import LAKE_DIR_NAME, LakeConfig, NodeConfig
 from spark_log.errors import InvalidRequestError, ProcessStartError
 from spark_log.typed_config import from_mapping, to_mapping
 
-DEFAULT_STANDALONE_DATA_DIR = "liftlog-data"
-DEFAULT_STANDALONE_NODES = 1
-DEFAULT_STANDALONE_NATS_PORT = 4222
-DEFAULT_STANDALONE_ZK_PORT = 2181
-DEFAULT_STANDALONE_API_PORT = 9644
 # How often run_forever looks at its children (a restart backoff is as precise as this).
 RUN_FOREVER_POLL_INTERVAL_S = 0.25
 
@@ -157,7 +169,12 @@ class Standalone(StartStop):
                 zk_port, self.data_dir / "zookeeper", host, log_path=logs / "zookeeper.log"
             )
         self.seaweedfs = (
-            SeaweedFsServer(self.data_dir / "seaweedfs", host=host, log_path=logs / "seaweedfs.log")
+            SeaweedFsServer(
+                self.data_dir / "seaweedfs",
+                host=host,
+                secret_access_key=kept_s3_secret(self.data_dir / "seaweedfs"),
+                log_path=logs / "seaweedfs.log",
+            )
             if lake == LAKE_S3
             else None
         )
@@ -292,6 +309,7 @@ class Standalone(StartStop):
         self.check_data_dir_free()
         self.check_ports()
         self._lock_data_dir()
+        self._write_client_files()
         try:
             _start_together(self._core)
             if self.seaweedfs is not None:
@@ -340,8 +358,28 @@ class Standalone(StartStop):
 
     def credential_lines(self) -> list[tuple[str, str]]:
         """With ``secure``: the admin token, the credentials file, the CA and the admin's
-        client certificate (the CLI prints them once, at start); empty otherwise."""
-        return self.secure.client_lines() if self.secure else []
+        client certificate; with an S3 lake its keys, the credentials file and ``lake.env``
+        (the CLI prints them once, at start); empty otherwise."""
+        lines = self.secure.client_lines() if self.secure else []
+        if self.seaweedfs is None:
+            return lines
+        s3 = self.seaweedfs.credentials
+        lines += [("s3 access key", s3.access_key_id), ("s3 secret key", s3.secret_access_key)]
+        if self.secure is None:
+            lines.append(("credentials", str(self.data_dir / CREDENTIALS_FILE_NAME)))
+        return [*lines, ("lake env", str(self.data_dir / LAKE_ENV_FILE_NAME))]
+
+    def _write_client_files(self) -> None:
+        """``credentials.toml`` and ``lake.env`` for the tools (client_files.py), when the
+        stack has credentials to give: ``secure`` or an S3 lake."""
+        if self.secure is None and self.seaweedfs is None:
+            return
+        ClientFiles(
+            server=self.servers,
+            token=self.secure.admin_token if self.secure else "",
+            ca_file=self.secure.certs.ca_file if self.secure else "",
+            lake=self.seaweedfs.credentials if self.seaweedfs else None,
+        ).write(self.data_dir)
 
     def run_forever(self, on_ready: Callable[[], None] = lambda: None) -> None:
         """Block until SIGINT/SIGTERM, then stop everything (the CLI's foreground mode).

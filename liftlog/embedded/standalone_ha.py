@@ -24,11 +24,9 @@ from liftlog.embedded.port_check import (
     PORT_ZOOKEEPER,
     PlannedPort,
 )
+from liftlog.embedded.standalone_defaults import HA_CLUSTER_SIZE as HA_CLUSTER_SIZE
 from liftlog.embedded.zookeeper_ensemble import ZooKeeperEnsemble
 from liftlog.embedded.zookeeper_tls import ZkServerTls
-
-HA_CLUSTER_SIZE = 3
-HA_DEFAULT_NODES = 3
 
 
 class HaTopology:

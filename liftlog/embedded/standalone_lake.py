@@ -8,18 +8,22 @@ them as it would a production store's.
 
 from __future__ import annotations
 
+import secrets
+from pathlib import Path
+
 import pyarrow as pa
 
 from liftlog.embedded.seaweedfs import S3Credentials, create_bucket
+from liftlog.embedded.standalone_defaults import LAKE_LOCAL as LAKE_LOCAL
+from liftlog.embedded.standalone_defaults import LAKE_S3 as LAKE_S3
+from liftlog.embedded.standalone_secure import write_secret
 from spark_log.config import LakeConfig
 from spark_log.errors import ProcessStartError
 from spark_log.lake.storage import CONDITIONAL_PUT_ETAG, CONDITIONAL_PUT_OPTION
 
-LAKE_LOCAL = "local"
-LAKE_S3 = "s3"
-LAKE_CHOICES = (LAKE_LOCAL, LAKE_S3)
 STANDALONE_LAKE_BUCKET = "liftlog"
 STANDALONE_LAKE_PREFIX = "lake"
+S3_SECRET_FILE_NAME = "s3-secret-key"
 
 
 def s3_lake_uri() -> str:
@@ -40,6 +44,21 @@ def s3_lake_config(credentials: S3Credentials) -> LakeConfig:
             CONDITIONAL_PUT_OPTION: CONDITIONAL_PUT_ETAG,
         },
     )
+
+
+def kept_s3_secret(seaweedfs_dir: Path) -> str:
+    """The embedded store's secret key, made once and kept in ``seaweedfs_dir``: a restart
+    on the same data directory keeps the key the user was shown (``lake.env`` still works)."""
+    path = seaweedfs_dir / S3_SECRET_FILE_NAME
+    try:
+        kept = path.read_text().strip()
+    except FileNotFoundError:
+        kept = ""
+    if kept:
+        return kept
+    secret = secrets.token_urlsafe(24)
+    write_secret(path, secret + "\n")
+    return secret
 
 
 def create_lake_bucket(credentials: S3Credentials) -> None:

@@ -9,7 +9,10 @@ What it adds under the data directory::
     tls/zookeeper.pem/.key       the ZooKeeper server's certificate
     tls/admin.pem/.key           a client certificate for the principal ``admin``
     tls/admin.token              the bootstrap token of ``admin`` (kept across restarts)
-    tls/nats-publisher.env       LIFTLOG_NATS_* of a NATS user allowed to publish to streams
+    tls/nats-publisher.env       LIFTLOG_NATS_* logging in to NATS as ``admin`` with its token
+    tls/nats-callout-issuer.nk   the seed the nodes sign NATS logins with (auth callout)
+    tls/nats-node.password       the nodes' NATS password, tls/nats-system.password the
+                                 system user's (the nodes disconnect clients through it)
     credentials.toml             token + CA for the CLI and the client
                                  (``LIFTLOG_CREDENTIALS_FILE=<data-dir>/credentials.toml``)
 
@@ -20,21 +23,40 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ingest.security import nats_jwt
 from liftlog.embedded.certs import ADMIN_PRINCIPAL, StackCerts, generate_stack_certs
-from liftlog.embedded.nats_auth import NatsServerTls, SecureNats, secure_nats
+from liftlog.embedded.nats_auth import (
+    CALLOUT_ACCOUNT,
+    DEFAULT_SYSTEM_USER,
+    CalloutSecrets,
+    NatsServerTls,
+    SecureNats,
+    callout_nats,
+    generated_password,
+)
 from liftlog.embedded.zookeeper_tls import ZkServerTls
 from spark_log.auth.tokens import new_token
 from spark_log.auth_config import AuthConfig
-from spark_log.nats_config import ENV_NATS_CA_FILE, ENV_NATS_PASSWORD, ENV_NATS_USER
+from spark_log.nats_auth_config import NatsAuthConfig
+from spark_log.nats_config import (
+    ENV_NATS_CA_FILE,
+    ENV_NATS_PASSWORD,
+    ENV_NATS_USER,
+    NatsCredentials,
+)
 from spark_log.tls_config import ApiTlsConfig
 
 TLS_DIR_NAME = "tls"
 ADMIN_TOKEN_FILE_NAME = "admin.token"
 CREDENTIALS_FILE_NAME = "credentials.toml"
 NATS_PUBLISHER_ENV_FILE_NAME = "nats-publisher.env"
+CALLOUT_SEED_FILE_NAME = "nats-callout-issuer.nk"
+NATS_NODE_PASSWORD_FILE_NAME = "nats-node.password"
+NATS_SYSTEM_PASSWORD_FILE_NAME = "nats-system.password"
 SECRET_FILE_MODE = 0o600
 
 
@@ -47,6 +69,7 @@ class SecureStack:
     admin_token: str = field(repr=False)
     admin_token_file: Path
     credentials_file: Path
+    callout: CalloutSecrets
 
     @classmethod
     def prepare(cls, data_dir: Path, broker_ids: list[int]) -> SecureStack:
@@ -58,7 +81,7 @@ class SecureStack:
         write_secret(token_file, token + "\n")
         credentials_file = data_dir / CREDENTIALS_FILE_NAME
         write_secret(credentials_file, _credentials_toml(token, certs.ca_file))
-        return cls(tls_dir, certs, token, token_file, credentials_file)
+        return cls(tls_dir, certs, token, token_file, credentials_file, _callout_secrets(tls_dir))
 
     def node_settings(self, broker_id: int) -> dict[str, object]:
         """Node ``broker_id``'s ``[api_tls]`` (HTTPS, client certificates of the stack's CA
@@ -75,6 +98,12 @@ class SecureStack:
                 bootstrap_token_file=str(self.admin_token_file),
                 super_users=(ADMIN_PRINCIPAL, *node_principals),
             ),
+            "nats_auth": NatsAuthConfig(
+                issuer_seed_file=str(self.tls_dir / CALLOUT_SEED_FILE_NAME),
+                account=CALLOUT_ACCOUNT,
+                system_user=DEFAULT_SYSTEM_USER,
+                system_password=self.callout.system_password,
+            ),
         }
 
     def nats_server_tls(self) -> NatsServerTls:
@@ -85,9 +114,11 @@ class SecureStack:
         )
 
     def secure_nats(self) -> SecureNats:
-        """TLS plus the node and publisher users (fresh passwords each start); the
-        publisher's credentials are written to ``tls/nats-publisher.env``."""
-        nats = secure_nats(self.nats_server_tls())
+        """TLS, the nodes' and the system user's logins, and every other login a Liftlog
+        token judged by the nodes. ``tls/nats-publisher.env`` logs in as ``admin`` (its
+        bootstrap token as password); other principals log in with their own tokens."""
+        admin = NatsCredentials(user=ADMIN_PRINCIPAL, password=self.admin_token)
+        nats = callout_nats(self.nats_server_tls(), self.callout, admin)
         publisher = nats.publisher
         write_secret(
             self.publisher_env_file,
@@ -130,6 +161,23 @@ def write_secret(path: Path, text: str) -> None:
     with os.fdopen(fd, "w") as out:
         out.write(text)
     os.chmod(path, SECRET_FILE_MODE)
+
+
+def _callout_secrets(tls_dir: Path) -> CalloutSecrets:
+    """The passwords and the issuer seed of NATS logins, made once and kept: clients and
+    nodes that outlive a restart of the stack's NATS server log in again unchanged."""
+    seed = _kept_secret(tls_dir / CALLOUT_SEED_FILE_NAME, nats_jwt.new_account_seed)
+    return CalloutSecrets(
+        node_password=_kept_secret(tls_dir / NATS_NODE_PASSWORD_FILE_NAME, generated_password),
+        system_password=_kept_secret(tls_dir / NATS_SYSTEM_PASSWORD_FILE_NAME, generated_password),
+        issuer=nats_jwt.public_key(seed),
+    )
+
+
+def _kept_secret(path: Path, make: Callable[[], str]) -> str:
+    secret = _existing_token(path) or make()
+    write_secret(path, secret + "\n")
+    return secret
 
 
 def _existing_token(path: Path) -> str:

@@ -6,12 +6,14 @@ checks in ``ingest.api.auth``.
 
 from spark_log.auth.acl import (
     CLUSTER_RESOURCE,
+    IMPLIES,
     STREAM_RESOURCE_PREFIX,
     AclEntry,
     Action,
     Permission,
     authorize,
     check_resource_pattern,
+    granting_actions,
     stream_resource,
 )
 from spark_log.auth.tokens import (
@@ -26,6 +28,7 @@ from spark_log.auth.tokens import (
 
 __all__ = [
     "CLUSTER_RESOURCE",
+    "IMPLIES",
     "STREAM_RESOURCE_PREFIX",
     "TOKEN_PREFIX",
     "AclEntry",
@@ -36,6 +39,7 @@ __all__ = [
     "authorize",
     "check_resource_pattern",
     "digest_matches",
+    "granting_actions",
     "new_token",
     "parse_token",
     "secret_digest",

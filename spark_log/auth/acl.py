@@ -3,7 +3,8 @@
 An entry names a principal (exact, or ``*`` for every authenticated principal), an action,
 a resource pattern (``cluster``, or ``stream:<glob>`` with fnmatch globs: ``stream:orders-*``)
 and ``allow`` or ``deny``. As in Kafka, a matching deny wins over any allow, and with no
-matching allow the answer is no. Super users (Kafka's ``super.users``) skip the ACLs.
+matching allow the answer is no. Super users (Kafka's ``super.users``) skip the ACLs. An allow
+of an action that reads or changes a stream also allows ``describe`` on it (``IMPLIES``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,20 @@ class Action(StrEnum):
 class Permission(StrEnum):
     ALLOW = "allow"
     DENY = "deny"
+
+
+# Kafka's READ, WRITE, DELETE and ALTER imply DESCRIBE: whoever may use a resource may see it.
+IMPLIES: dict[Action, frozenset[Action]] = {
+    Action.CONSUME: frozenset({Action.DESCRIBE}),
+    Action.PUBLISH: frozenset({Action.DESCRIBE}),
+    Action.DELETE: frozenset({Action.DESCRIBE}),
+    Action.ALTER: frozenset({Action.DESCRIBE}),
+}
+
+
+def granting_actions(action: Action) -> frozenset[Action]:
+    """The actions whose allow permits ``action``: itself and those that imply it."""
+    return frozenset({action} | {a for a, implied in IMPLIES.items() if action in implied})
 
 
 def stream_resource(name: str) -> str:
@@ -82,10 +97,12 @@ class AclEntry:
 
     def matches(self, principal: str, action: Action, resource: str) -> bool:
         """Whether this entry speaks about ``principal`` doing ``action`` on ``resource``."""
-        return (
-            self.action == action
-            and self.principal in (principal, ANY_PRINCIPAL)
-            and resource_matches(self.resource, resource)
+        return self.action == action and self.applies_to(principal, resource)
+
+    def applies_to(self, principal: str, resource: str) -> bool:
+        """Whether this entry speaks about ``principal`` and ``resource``, whatever the action."""
+        return self.principal in (principal, ANY_PRINCIPAL) and resource_matches(
+            self.resource, resource
         )
 
 
@@ -104,14 +121,19 @@ def authorize(
     acls: Iterable[AclEntry],
     super_users: Iterable[str],
 ) -> bool:
-    """Super users may do everything; otherwise a matching deny refuses, a matching allow
-    permits, and nothing matching refuses (deny by default)."""
+    """Super users may do everything; otherwise a deny of ``action`` refuses, an allow of it
+    or of an action implying it permits, and nothing matching refuses (deny by default). As
+    in Kafka, a deny names its own action only: denying ``consume`` leaves ``describe``."""
     if principal in set(super_users):
         return True
+    granting = granting_actions(action)
     allowed = False
     for entry in acls:
-        if entry.matches(principal, action, resource):
-            if entry.permission == Permission.DENY:
+        if not entry.applies_to(principal, resource):
+            continue
+        if entry.permission == Permission.DENY:
+            if entry.action == action:
                 return False
+        elif entry.action in granting:
             allowed = True
     return allowed

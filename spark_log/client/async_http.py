@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
 from spark_log.client.rest import RestResponse
+from spark_log.client.scheme_hint import https_hint
 from spark_log.errors import UnavailableError
 
 MAX_IDLE_PER_NODE = 64
@@ -95,7 +96,8 @@ class AsyncHttp:
             return await self._round_trip(origin, connection, request)
         except (OSError, asyncio.IncompleteReadError) as exc:
             connection.close()
-            raise UnavailableError(f"{origin.host}:{origin.port}: {exc}") from None
+            hint = await _scheme_hint(origin, exc)
+            raise UnavailableError(hint or f"{origin.host}:{origin.port}: {exc}") from None
         except BaseException:
             connection.close()
             raise
@@ -140,6 +142,14 @@ class AsyncHttp:
             idle.append(connection)
         else:
             connection.close()
+
+
+async def _scheme_hint(origin: _Origin, exc: BaseException) -> str | None:
+    """The "use https://..." hint when a TLS port dropped a plain HTTP request unanswered."""
+    dropped = isinstance(exc, asyncio.IncompleteReadError | ConnectionResetError)
+    if origin.scheme != "http" or not dropped:
+        return None
+    return await asyncio.to_thread(https_hint, f"http://{origin.host}:{origin.port}")
 
 
 def _origin(base: str) -> _Origin:

@@ -14,8 +14,6 @@ import time
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import NoReturn
 
-import nats
-import nats.errors
 import pyarrow as pa
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
@@ -40,6 +38,8 @@ from spark_log.client.group_consumer import (
     GroupConsumer,
     RebalanceCallback,
 )
+from spark_log.client.nats_connect import DEFAULT_NATS_CONNECT_TIMEOUT_S, connect_nats
+from spark_log.client.nats_login import nats_login
 from spark_log.client.positions import (
     STOP_LATEST,
     Cursor,
@@ -60,9 +60,10 @@ from spark_log.client.publish_retry import (
     retry_delay,
     stored_nothing,
 )
-from spark_log.client.rest import DEFAULT_SERVER, RestClient, RestResponse, error_from_response
+from spark_log.client.rest import RestClient, RestResponse, error_from_response
 from spark_log.errors import (
     CursorNotFoundError,
+    ForbiddenError,
     InvalidRequestError,
     LiftlogError,
     NoRespondersError,
@@ -73,7 +74,7 @@ from spark_log.errors import (
 from spark_log.json_types import JsonMapping, JsonObject
 from spark_log.log import Record
 from spark_log.log.fetch_table import records_of_fetch_table
-from spark_log.nats_config import NatsCredentials, nats_credentials_from_env
+from spark_log.nats_config import NatsCredentials
 from spark_log.nats_io import widen_read_buffer
 from spark_log.nats_options import nats_auth_options
 from spark_log.partitioner import partition_for_key
@@ -86,6 +87,7 @@ from spark_log.wire import (
     HEADER_EXPECTED_OFFSET,
     HEADER_KEY,
     HEADER_MSG_ID,
+    HEADER_PRINCIPAL,
     error_from_json,
     parse_ack,
 )
@@ -109,20 +111,22 @@ __all__ = ["Ack", "Client", "Cursor", "Fetched", "Start", "Stop", "partition_for
 
 
 class Client(AuthAdminMixin, CursorMixin):
-    """Async client. Use ``async with Client(servers=...) as client:``.
+    """Async client. Use ``async with Client(servers=...) as client:`` (``servers`` None:
+    ``LIFTLOG_SERVER``, else the credentials file's ``server``, else ``DEFAULT_SERVER``).
 
     Token and ACL administration (``create_token``, ``add_acl``, ...) come from
     ``AuthAdminMixin``."""
 
     def __init__(
         self,
-        servers: str | list[str] = DEFAULT_SERVER,
+        servers: str | list[str] | None = None,
         nats_url: str | None = None,
         ack_timeout_s: float = DEFAULT_ACK_TIMEOUT_S,
         delivery_timeout_s: float | None = DEFAULT_DELIVERY_TIMEOUT_S,
         nats_credentials: NatsCredentials | None = None,
         token: str | None = None,
         credentials: ClientCredentials | None = None,
+        connect_timeout_s: float = DEFAULT_NATS_CONNECT_TIMEOUT_S,
     ) -> None:
         # REST credentials: ``credentials`` (a token, a CA, a client certificate), ``token``
         # alone, or else LIFTLOG_TOKEN / LIFTLOG_*_FILE / LIFTLOG_CREDENTIALS_FILE
@@ -132,11 +136,14 @@ class Client(AuthAdminMixin, CursorMixin):
         self.nats_url = nats_url
         # None: from LIFTLOG_NATS_* (anonymous when unset); resolved now, so a bad setting
         # fails here rather than at the first publish
-        self._nats_options = nats_auth_options(nats_credentials or nats_credentials_from_env())
+        self._nats_options = nats_auth_options(nats_login(nats_credentials, self.rest.credentials))
         """The NATS URL the user gave; None means: learn it from the cluster (again after the
         connection to a discovered server is lost)."""
         self._discovered_nats_url: str | None = None
         self.ack_timeout_s = ack_timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        """How long connecting to NATS may take (a publish's first connection, and one after
+        the last was lost for good) before NatsLoginError or NatsConnectError."""
         self.delivery_timeout_s = delivery_timeout_s
         """How long a publish keeps retrying failures that stored nothing (a leadership change:
         ``no_responders``; an ISR below min ISR: ``not_enough_replicas``; ``not_leader``, ack
@@ -144,6 +151,7 @@ class Client(AuthAdminMixin, CursorMixin):
         ``delivery.timeout.ms``; 0 or None hands every failure to the caller at once."""
         self._nc: NatsClient | None = None
         self._owns_nc = False
+        self._principal = ""  # who the token names, sent with every publish (node's check)
         self._specs: dict[str, StreamSpec] = {}
         self._leaders: dict[tuple[str, int], str] = {}
         self._round_robin: dict[str, itertools.count[int]] = {}
@@ -407,6 +415,8 @@ class Client(AuthAdminMixin, CursorMixin):
     ) -> JsonObject | None:
         nc = await self._nats()
         subject = spec.partition_subject(partition)
+        if self._principal:
+            headers = {**headers, HEADER_PRINCIPAL: self._principal}
         if ack_policy == "none":
             await nc.publish(subject, payload, headers=headers or None)
             return None
@@ -558,6 +568,7 @@ class Client(AuthAdminMixin, CursorMixin):
         on_revoke: RebalanceCallback | None = None,
         max_records: int = DEFAULT_GROUP_FETCH_RECORDS,
         wait_ms: int = DEFAULT_GROUP_WAIT_MS,
+        client_id: str | None = None,
     ) -> GroupConsumer:
         """A member of consumer group ``group`` reading ``streams`` (see
         ``spark_log.client.group_consumer``); it joins on ``async with`` or the first
@@ -575,6 +586,7 @@ class Client(AuthAdminMixin, CursorMixin):
             on_revoke=on_revoke,
             max_records=max_records,
             wait_ms=wait_ms,
+            client_id=client_id,
         )
 
     async def start_offset(self, stream: str, partition: int, start: Start) -> int:
@@ -633,28 +645,58 @@ class Client(AuthAdminMixin, CursorMixin):
         if self._nc is None or self._nc.is_closed:
             given = bool(self.nats_url)
             url = self.nats_url if self.nats_url else await self._discover_nats()
-            try:
-                widen_read_buffer()
-                if given:
-                    self._nc = await nats.connect(
-                        url, max_reconnect_attempts=-1, **self._nats_options
-                    )
-                else:
-                    # a discovered server may be gone for good (its broker died): give up on
-                    # it after a few attempts, so the next call rediscovers from the cluster
-                    self._nc = await nats.connect(
-                        url,
-                        max_reconnect_attempts=DISCOVERED_NATS_RECONNECT_ATTEMPTS,
-                        reconnect_time_wait=DISCOVERED_NATS_RECONNECT_WAIT_S,
-                        closed_cb=self._on_discovered_nats_closed,
-                        **self._nats_options,
-                    )
-            except (nats.errors.Error, OSError) as exc:
-                raise UnavailableError(f"cannot connect to NATS at {url}: {exc}") from exc
+            widen_read_buffer()
+            # bounded: a refused login or an untrusted certificate fails at once, no server
+            # at all after connect_timeout_s (NatsLoginError, NatsConnectError)
+            if given:
+                self._nc = await connect_nats(
+                    url,
+                    self._nats_options,
+                    timeout_s=self.connect_timeout_s,
+                    on_error=self._on_nats_error,
+                    max_reconnect_attempts=-1,
+                )
+            else:
+                # a discovered server may be gone for good (its broker died): give up on
+                # it after a few attempts, so the next call rediscovers from the cluster
+                self._nc = await connect_nats(
+                    url,
+                    self._nats_options,
+                    timeout_s=self.connect_timeout_s,
+                    on_error=self._on_nats_error,
+                    max_reconnect_attempts=DISCOVERED_NATS_RECONNECT_ATTEMPTS,
+                    reconnect_time_wait=DISCOVERED_NATS_RECONNECT_WAIT_S,
+                    closed_cb=self._on_discovered_nats_closed,
+                )
             self._owns_nc = True
+            self._principal = await self._logged_in_principal()
             self._inbox = self._nc.new_inbox()
             await self._nc.subscribe(f"{self._inbox}.*", cb=self._on_ack)
         return self._nc
+
+    async def _logged_in_principal(self) -> str:
+        """The principal the client's token names, or "" without a token (or when the
+        cluster cannot say): publishes then name nobody."""
+        if not self.rest.credentials.token:
+            return ""
+        try:
+            return (await self.whoami()).principal
+        except LiftlogError:
+            return ""
+
+    async def _on_nats_error(self, exc: Exception) -> None:
+        """A publish NATS refused for want of permission fails its waiters at once with
+        ``forbidden`` instead of timing out: the server never delivered it to a node."""
+        subject = refused_publish_subject(exc)
+        if subject is None:
+            return
+        error = ForbiddenError(
+            f"NATS refused the publish on {subject!r}: this login may not publish there "
+            "(the principal needs the publish ACL on the stream)"
+        )
+        for *where, fut in list(self._waiting.values()):
+            if where[2] == subject and not fut.done():
+                fut.set_exception(error)
 
     async def _discover_nats(self) -> str:
         self._discovered_nats_url = nats_url_from_cluster(await self.cluster())
@@ -747,6 +789,16 @@ def no_responders_error(
 
 # what a publish waiting for its ack remembers: stream, partition, subject, the future
 _Waiting = tuple[str, int, str, "asyncio.Future[JsonObject]"]
+PUBLISH_VIOLATION = "permissions violation for publish to "
+
+
+def refused_publish_subject(exc: BaseException) -> str | None:
+    """The subject of nats-server's "Permissions Violation for Publish to ..." error."""
+    text = str(exc)
+    at = text.lower().find(PUBLISH_VIOLATION)
+    if at < 0:
+        return None
+    return text[at + len(PUBLISH_VIOLATION) :].strip().strip("'\"")
 
 
 def ack_from_wire(stream: str, body: JsonMapping, count: int = 1) -> Ack:

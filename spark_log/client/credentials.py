@@ -1,5 +1,6 @@
 """What a client (the Python client, the CLI, the Spark source and sink) presents to a node:
-a bearer token and/or TLS material (a CA to trust, a client certificate for mTLS).
+a bearer token and/or TLS material (a CA to trust, a client certificate for mTLS), and which
+nodes to call when the caller names none.
 
 Each value comes from, in order: an explicit argument or option, an environment variable, a
 credentials file (TOML; ``LIFTLOG_CREDENTIALS_FILE`` or an explicit path). Secrets are kept out
@@ -15,16 +16,17 @@ import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
+from spark_log.client.credentials_file import ENV_CREDENTIALS_FILE as ENV_CREDENTIALS_FILE
+from spark_log.client.credentials_file import read_credentials_file
 from spark_log.errors import ConfigError
-from spark_log.toml_file import read_toml
-from spark_log.typed_config import from_mapping
 
 ENV_TOKEN = "LIFTLOG_TOKEN"
 ENV_CA_FILE = "LIFTLOG_CA_FILE"
 ENV_CERT_FILE = "LIFTLOG_CERT_FILE"
 ENV_KEY_FILE = "LIFTLOG_KEY_FILE"
-ENV_CREDENTIALS_FILE = "LIFTLOG_CREDENTIALS_FILE"
+ENV_SERVER = "LIFTLOG_SERVER"
 ENV_NAMES = {
+    "server": ENV_SERVER,
     "token": ENV_TOKEN,
     "ca_file": ENV_CA_FILE,
     "cert_file": ENV_CERT_FILE,
@@ -35,8 +37,10 @@ ENV_NAMES = {
 @dataclass(frozen=True)
 class ClientCredentials:
     """A bearer token (sent as ``Authorization: Bearer``), a CA file to verify ``https://``
-    nodes against (the system store when empty), and a client certificate and key (mTLS)."""
+    nodes against (the system store when empty), and a client certificate and key (mTLS);
+    ``server``: the nodes' REST URLs (comma-separated) a client calls when given none."""
 
+    server: str = ""
     token: str = field(default="", repr=False)
     ca_file: str = ""
     cert_file: str = ""
@@ -91,9 +95,10 @@ def _client_context(ca_file: str, cert_file: str, key_file: str) -> ssl.SSLConte
 
 
 def load_credentials_file(path: str) -> ClientCredentials:
-    """A TOML file with ``token``, ``ca_file``, ``cert_file``, ``key_file`` (any subset);
-    unknown keys are an error."""
-    return from_mapping(ClientCredentials, read_toml(path))
+    """The client credentials of a credentials file (``spark_log.client.credentials_file``:
+    ``server``, ``token``, ``ca_file``, ``cert_file``, ``key_file``, any subset)."""
+    found = read_credentials_file(path)
+    return ClientCredentials(**{f.name: getattr(found, f.name) for f in fields(ClientCredentials)})
 
 
 def rest_credentials(

@@ -15,6 +15,8 @@ import contextlib
 import functools
 import inspect
 import logging
+import os
+import socket
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -51,6 +53,11 @@ DEFAULT_GROUP_FETCH_RECORDS = 500
 DEFAULT_GROUP_WAIT_MS = 500
 MAX_PROCESSING_S = 300.0
 """How long a revocation waits for the record in hand (Kafka's ``max.poll.interval.ms``)."""
+
+
+def default_client_id() -> str:
+    """A member's client id when none is given: which machine and process it is."""
+    return f"liftlog-{socket.gethostname()}-{os.getpid()}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +118,10 @@ class GroupConsumer:
         on_revoke: RebalanceCallback | None = None,
         max_records: int = DEFAULT_GROUP_FETCH_RECORDS,
         wait_ms: int = DEFAULT_GROUP_WAIT_MS,
+        client_id: str | None = None,
     ) -> None:
+        """``client_id``: the name ``group describe`` shows beside the member (Kafka's
+        ``client.id``; default ``liftlog-<hostname>-<pid>``)."""
         self.streams = sorted(set(streams))
         if not self.streams:
             raise InvalidRequestError("consume needs at least one stream")
@@ -126,6 +136,7 @@ class GroupConsumer:
         self._commit_interval_s = auto_commit_interval_s
         self._session_timeout_ms = session_timeout_ms
         self._instance_id = instance_id
+        self.client_id = client_id or default_client_id()
         self._on_assign = on_assign
         self._on_revoke = on_revoke
         self._max_records = max_records
@@ -244,7 +255,9 @@ class GroupConsumer:
 
     async def _join(self) -> None:
         answer: MemberAssignment = await self._retrying(
-            lambda: self._protocol.join(self.streams, self._instance_id, self._session_timeout_ms)
+            lambda: self._protocol.join(
+                self.streams, self._instance_id, self._session_timeout_ms, self.client_id
+            )
         )
         self.member_id = answer.member_id
         log.info("member %s joined group %s", self.member_id, self.group)

@@ -37,12 +37,14 @@ class GroupProtocol:
         streams: Iterable[str],
         instance_id: str | None,
         session_timeout_ms: int | None,
+        client_id: str | None = None,
     ) -> MemberAssignment:
         body = {
             "member_id": None,
             "instance_id": instance_id,
             "streams": sorted(set(streams)),
             "session_timeout_ms": session_timeout_ms,
+            "client_id": client_id,
         }
         return MemberAssignment.from_json(await self._call("POST", "/members", body))
 

@@ -6,6 +6,7 @@ a thread. Connection failures fall over to the next server; error bodies become 
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.parse
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from spark_log.client.credentials import ClientCredentials
+from spark_log.client.scheme_hint import https_hint
 from spark_log.errors import InvalidRequestError, LiftlogError, UnavailableError
 from spark_log.json_types import JsonValue
 from spark_log.wire import error_from_json
@@ -46,17 +48,19 @@ def parse_servers(servers: str | list[str] | tuple[str, ...]) -> list[str]:
 
 class RestClient:
     """``credentials``: what to present to the nodes; None reads them from the environment
-    (``LIFTLOG_TOKEN``, ...) or the credentials file (see ``spark_log.client.credentials``)."""
+    (``LIFTLOG_TOKEN``, ...) or the credentials file (see ``spark_log.client.credentials``).
+    ``servers`` None: the credentials' ``server`` (``LIFTLOG_SERVER``, the file's), else
+    ``DEFAULT_SERVER``."""
 
     def __init__(
         self,
-        servers: str | list[str],
+        servers: str | list[str] | None = None,
         timeout_s: float = DEFAULT_REST_TIMEOUT_S,
         credentials: ClientCredentials | None = None,
     ) -> None:
-        self.servers = parse_servers(servers)
-        self.timeout_s = timeout_s
         self.credentials = ClientCredentials.resolve() if credentials is None else credentials
+        self.servers = parse_servers(servers or self.credentials.server or DEFAULT_SERVER)
+        self.timeout_s = timeout_s
         self._ssl_context = self.credentials.ssl_context()
 
     def request(
@@ -78,6 +82,7 @@ class RestClient:
             data = json.dumps(json_body).encode()
             hdrs.setdefault("Content-Type", "application/json")
         last: Exception | None = None
+        hint: str | None = None
         for base in [server] if server else self.servers:
             url = f"{base}{path}" + (f"?{query}" if query else "")
             req = _build_request(url, data, method, hdrs)
@@ -91,7 +96,9 @@ class RestClient:
                 raise _typed_error(exc) from None
             except (urllib.error.URLError, OSError) as exc:
                 last = exc
-        raise UnavailableError(f"no Liftlog node answered ({', '.join(self.servers)}): {last}")
+                hint = hint or _scheme_hint(base, exc)
+        answered = f"no Liftlog node answered ({', '.join(self.servers)}): {last}"
+        raise UnavailableError(f"{hint} ({answered})" if hint else answered)
 
     def get_json(
         self,
@@ -122,6 +129,15 @@ def _build_request(
         else:
             req.add_header(name, value)
     return req
+
+
+def _scheme_hint(base: str, exc: Exception) -> str | None:
+    """The "use https://..." hint when ``base`` dialled plain HTTP into a TLS port (the node
+    dropped the connection unanswered); None for a refused connection or any other failure."""
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    if not isinstance(reason, http.client.RemoteDisconnected | ConnectionResetError):
+        return None
+    return https_hint(base)
 
 
 def _typed_error(exc: urllib.error.HTTPError) -> LiftlogError:

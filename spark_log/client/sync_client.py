@@ -25,9 +25,9 @@ from spark_log.client.client import (
 )
 from spark_log.client.credentials import ClientCredentials, rest_credentials
 from spark_log.client.loop_thread import LoopThread
+from spark_log.client.nats_connect import DEFAULT_NATS_CONNECT_TIMEOUT_S
 from spark_log.client.positions import Start, Stop, check_order, check_start, check_stop
 from spark_log.client.publish_retry import DEFAULT_DELIVERY_TIMEOUT_S
-from spark_log.client.rest import DEFAULT_SERVER
 from spark_log.log import Record
 
 P = ParamSpec("P")
@@ -52,12 +52,13 @@ class SyncClient:
 
     def __init__(
         self,
-        servers: str | list[str] = DEFAULT_SERVER,
+        servers: str | list[str] | None = None,
         nats_url: str | None = None,
         ack_timeout_s: float = DEFAULT_ACK_TIMEOUT_S,
         delivery_timeout_s: float | None = DEFAULT_DELIVERY_TIMEOUT_S,
         token: str | None = None,
         credentials: ClientCredentials | None = None,
+        connect_timeout_s: float = DEFAULT_NATS_CONNECT_TIMEOUT_S,
     ) -> None:
         self._loop = LoopThread("liftlog-sync-client")
         try:
@@ -68,6 +69,7 @@ class SyncClient:
                     ack_timeout_s,
                     delivery_timeout_s,
                     rest_credentials(token, credentials),
+                    connect_timeout_s,
                 )
             )
         except BaseException:
@@ -226,11 +228,12 @@ async def _next_or_end(records: AsyncIterator[Record]) -> Record | None:
 
 
 async def _make_client(
-    servers: str | list[str],
+    servers: str | list[str] | None,
     nats_url: str | None,
     timeout_s: float,
     delivery_timeout_s: float | None,
     credentials: ClientCredentials,
+    connect_timeout_s: float,
 ) -> Client:
     """Build the client on its loop, so everything it creates belongs there."""
     return Client(
@@ -239,4 +242,5 @@ async def _make_client(
         ack_timeout_s=timeout_s,
         delivery_timeout_s=delivery_timeout_s,
         credentials=credentials,
+        connect_timeout_s=connect_timeout_s,
     )

@@ -28,6 +28,7 @@ from deltalake.transaction import AddAction, RemoveAction
 
 from spark_log.errors import LakeError, NotLeaderError
 from spark_log.json_types import JsonMapping
+from spark_log.lake.compaction_state import CompactionState, read_compaction_state
 from spark_log.lake.errors import LakeCommitConflictError
 from spark_log.lake.layout import LAKE_SCHEMA, PARTITION_COLUMN, app_id
 from spark_log.lake.storage import LakeStorage
@@ -98,6 +99,13 @@ class LakeTable:
         snapshot = self.snapshot()
         return {p: snapshot.first_offset(p) for p in range(partitions)}
 
+    def compaction_state(self, partitions: int) -> CompactionState | None:
+        """What the key compactions of the table left (None: no table): how far each
+        partition is compacted, and when the last run committed."""
+        if not _is_table(self.uri, self._options):
+            return None
+        return read_compaction_state(self.snapshot().transaction_version, self.stream, partitions)
+
 
 class LakeSnapshot:
     """One loaded version of the table: read a partition's lake offset, commit against it."""
@@ -116,6 +124,13 @@ class LakeSnapshot:
             return self._table.transaction_version(app_id(self.stream, partition))
         except FOREIGN_ERRORS as exc:
             raise LakeError(f"cannot read the lake offset of partition {partition}: {exc}") from exc
+
+    def transaction_version(self, app: str) -> int | None:
+        """The version of app transaction ``app`` in this snapshot (None: never committed)."""
+        try:
+            return self._table.transaction_version(app)
+        except FOREIGN_ERRORS as exc:
+            raise LakeError(f"cannot read app transaction {app} of {self.stream}: {exc}") from exc
 
     def first_offset(self, partition: int) -> int | None:
         """The smallest offset the partition's files hold (None: no file), from the add

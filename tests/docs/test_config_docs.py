@@ -7,6 +7,9 @@
 - docs/operations.md's node config lists every key the code has, and loads.
 - Every ``section.key`` the prose names exists, and a default it states with it
   (``(default 64 MiB)``, ``, 120 s by default``) is the code's.
+- docs/spark.md's option tables name exactly the options the ``liftlog`` data source accepts:
+  batch reads, streaming reads (the batch table less what the doc excepts, plus its own table)
+  and the sink.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from datasource.options import BATCH_NAMES, LAKE_OPTION_PREFIX, SINK_NAMES, STREAM_NAMES
 from spark_log.config import NodeConfig, load_node_config
 from tests.support.docs.blocks import REPO, documents, parse
 
@@ -170,3 +174,60 @@ def test_prose_names_real_keys_with_their_defaults() -> None:
         if value is None or keys[key] != pytest.approx(value):
             problems.append(f"{where}: `{key}` default stated {stated!r}, code {keys[key]!r}")
     assert not problems, "\n".join(problems)
+
+
+SPARK_DOC = REPO / "docs" / "spark.md"
+_OPTION_NAME = re.compile(r"`([^`]+)`")
+_STREAM_EXCEPT = re.compile(r"Options: everything from batch reads except (?P<names>[^:]+?), plus:")
+# ``lake.<NAME>`` stands for every object-store option of the lake (checked names of their own)
+_LAKE_ROW = f"{LAKE_OPTION_PREFIX}<NAME>"
+
+
+def spark_option_tables() -> dict[str, set[str]]:
+    """The names in the first column of every ``| option |`` table, by the ``## `` section
+    it sits in (one table per section)."""
+    tables: dict[str, set[str]] = {}
+    section = ""
+    in_table = False
+    for line in SPARK_DOC.read_text().splitlines():
+        if line.startswith("## "):
+            section = line[3:].strip()
+        if line.startswith("| option |"):
+            assert section not in tables, f"docs/spark.md: two option tables in {section!r}"
+            tables[section] = set()
+            in_table = True
+        elif in_table and line.startswith("|") and not line.startswith("|---"):
+            tables[section].update(_OPTION_NAME.findall(line.split("|")[1]))
+        elif not line.startswith("|"):
+            in_table = False
+    return tables
+
+
+def _accepted(names: frozenset[str], lake: bool) -> set[str]:
+    return set(names) | ({_LAKE_ROW} if lake else set())
+
+
+def _streaming_documented(tables: dict[str, set[str]]) -> set[str]:
+    match = _STREAM_EXCEPT.search(SPARK_DOC.read_text().replace("\n", " "))
+    assert match, "docs/spark.md: the streaming options no longer say what they take from batch"
+    excepted = set(_OPTION_NAME.findall(match["names"]))
+    return (tables["Batch reads"] - excepted) | tables["Streaming reads"]
+
+
+def test_spark_option_tables_match_the_options_accepted() -> None:
+    tables = spark_option_tables()
+    assert set(tables) == {"Batch reads", "Streaming reads", "Writing (the sink)"}, tables
+    checks = {
+        "spark.read": (tables["Batch reads"], _accepted(BATCH_NAMES, lake=True)),
+        "spark.readStream": (_streaming_documented(tables), _accepted(STREAM_NAMES, lake=True)),
+        "the sink": (tables["Writing (the sink)"], _accepted(SINK_NAMES, lake=False)),
+    }
+    problems = [
+        f"{where}: documented but not accepted {sorted(documented - accepted)}, "
+        f"accepted but not documented {sorted(accepted - documented)}"
+        for where, (documented, accepted) in checks.items()
+        if documented != accepted
+    ]
+    assert not problems, "docs/spark.md option tables vs datasource/options.py:\n" + "\n".join(
+        problems
+    )

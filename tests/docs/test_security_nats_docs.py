@@ -9,10 +9,18 @@ import subprocess
 import tomllib
 from pathlib import Path
 
+from ingest.security.nats_jwt import new_account_seed
 from liftlog.embedded.certs import generate_stack_certs
 from liftlog.embedded.nats import find_nats_server
-from liftlog.embedded.nats_auth import NatsUser, node_permissions, publisher_permissions
+from liftlog.embedded.nats_auth import (
+    CalloutSecrets,
+    NatsUser,
+    callout_nats,
+    node_permissions,
+    publisher_permissions,
+)
 from spark_log.config import NodeConfig
+from spark_log.nats_config import NatsCredentials
 from spark_log.typed_config import from_mapping
 from tests.support.docs.blocks import REPO, Block, parse
 
@@ -70,3 +78,43 @@ def test_the_documented_nats_table_loads() -> None:
     table = tomllib.loads(block.text)
     config = from_mapping(NodeConfig, {"broker_id": 1, "data_dir": "/tmp/node", **table})
     assert config.nats.user == "liftlog-node" and config.nats.tls_cert_file
+
+
+def _token_logins_blocks(lang: str) -> list[Block]:
+    text = SECURITY.read_text()
+    start = text.index("\n## NATS logins with Liftlog tokens\n")
+    end = text.index("\n## ", start + 1)
+    first, last = text[:start].count("\n") + 1, text[:end].count("\n") + 1
+    return [b for b in parse(SECURITY).blocks if b.lang == lang and first < b.line < last]
+
+
+def test_the_documented_callout_config_is_valid_and_the_rendered_one(temp_dir: Path) -> None:
+    """The token-logins server config passes ``nats-server -t`` and is what the embedded
+    stack renders (passwords and issuer aside)."""
+    [block] = _token_logins_blocks("conf")
+    config = temp_dir / "callout.conf"
+    config.write_text(block.text)
+    checked = subprocess.run(
+        [find_nats_server(), "-t", "-c", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=NATS_CHECK_TIMEOUT_S,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stderr
+    issuer = re.search(r'issuer: "(A[A-Z0-9]+)"', block.text)
+    assert issuer is not None
+    secrets_ = CalloutSecrets("change-me-nodes", "change-me-system", issuer.group(1))
+    rendered = callout_nats(None, secrets_, NatsCredentials()).security.config_text()
+    assert _squeezed(rendered) == _squeezed(block.text)
+
+
+def test_the_documented_nats_auth_table_loads(temp_dir: Path) -> None:
+    [block] = [b for b in _token_logins_blocks("text") if b.text.startswith("[nats_auth]")]
+    table = tomllib.loads(block.text)
+    seed = temp_dir / "issuer.nk"
+    seed.write_text(new_account_seed())
+    table["nats_auth"]["issuer_seed_file"] = str(seed)  # the documented path is an example
+    config = from_mapping(NodeConfig, {"broker_id": 1, "data_dir": "/tmp/node", **table})
+    assert config.nats_auth.enabled and config.nats_auth.account == "LIFTLOG"
+    assert config.nats_auth.system_user == "liftlog-system"

@@ -35,6 +35,8 @@ class AuthCluster:
     ca: CertificateAuthority | None = None
     """Issues client certificates (secured stack only)."""
     cert_dir: Path | None = None
+    nats_url: str = ""
+    """The secured stack's NATS server, whose logins are Liftlog tokens ("" otherwise)."""
 
     def client(
         self, index: int = 0, token: str | None = None, cert: CertPaths | None = None
@@ -144,4 +146,5 @@ def start_secure_cluster(nodes: int = 1) -> Iterator[AuthCluster]:
                 certs.ca_file,
                 CertificateAuthority.load(certs.ca_file, certs.ca_key_file),
                 Path(data_dir),
+                stack.nats.url,
             )

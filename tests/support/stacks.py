@@ -3,12 +3,12 @@
 
 The plain stack: nodes with auth off, plain HTTP, anonymous plain NATS and ZooKeeper. The
 secured stack, as ``liftlog standalone --secure`` runs it: a throwaway CA; nats-server with
-TLS and authorization (a node user, and a publisher user that may publish on the streams'
-subjects only); ZooKeeper on a TLS port only (client certificates required) with the nodes'
+TLS, the node user, and every other login a Liftlog token judged by the nodes (auth
+callout); ZooKeeper on a TLS port only (client certificates required) with the nodes'
 digest ACL; nodes on HTTPS with auth on and the bootstrap token of the super user ``admin``.
 The test process (and the CLI subprocesses and Spark's Python workers it starts) reaches it
 through the environment: ``LIFTLOG_CREDENTIALS_FILE`` (the admin token and the CA) and
-``LIFTLOG_NATS_*`` (the publisher user over TLS), so tests need no change to run on either.
+``LIFTLOG_NATS_*`` (``admin`` and its token over TLS), so tests need no change to run on either.
 """
 
 from __future__ import annotations

@@ -26,7 +26,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     | {"spark_log", "coordinator", "ingest"}
     | {"fastapi", "fastapi_offline", "starlette", "pydantic", "uvicorn", "prometheus_client"}
     | {"uvloop"}  # the node's event loop, installed with uvicorn[standard]
-    | {"nkeys"},  # the intake signs the server's nonce with an NKey seed, as nats-py does
+    | {"nkeys"}  # the intake signs the server's nonce with an NKey seed, as nats-py does
+    | {"nacl"},  # NATS logins: the nodes check the server's JWT signatures (PyNaCl, under nkeys)
     "datasource": CORE_THIRD_PARTY | {"spark_log", "datasource", "pyspark", "py4j"},
     "pyspark_liftlog": CORE_THIRD_PARTY | {"spark_log", "datasource", "pyspark"},
 }

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from spark_log.client.credentials import ClientCredentials
 from spark_log.cursor_record import cursors_partition
 from spark_log.groups_config import GroupsConfig
 from spark_log.stream_spec import CURSORS_STREAM
@@ -24,6 +25,8 @@ LIFTLOG = str(Path(sys.executable).parent / "liftlog")
 GROUPS = GroupsConfig(min_session_timeout_ms=1_000)
 SHORT_SESSION_MS = 1_500
 Owners = dict[tuple[str, int], str]
+OTHER_ADDRESS = "127.0.0.2"
+"""A member's source address the nodes (listening on 127.0.0.1) can tell apart."""
 
 
 @dataclass
@@ -50,6 +53,13 @@ def _error(resp: httpx.Response, status: int) -> str:
     assert resp.status_code == status, resp.text
     code: str = resp.json()["error"]["code"]
     return code
+
+
+def _client_from(base_url: str, address: str) -> httpx.Client:
+    """A node's client whose requests come from ``address`` (another loopback address)."""
+    verify = ClientCredentials.resolve().ssl_context() or True
+    transport = httpx.HTTPTransport(local_address=address, verify=verify)
+    return node_client(base_url, transport=transport)
 
 
 def _join(api: httpx.Client, group: str, stream: str, **extra: Any) -> Member:
@@ -124,8 +134,12 @@ def test_group_lifecycle(cluster: list[Any], stream_name: str) -> None:
         assert sorted(len(m.held()) for m in members) == [2, 2, 2]
         before = _owners(members)
 
-        # a 4th member: only the partitions it gets move, never two owners at once
-        members.append(_join(apis[1], group, stream_name))
+        # a 4th member, from another address through a node that forwards to the coordinator:
+        # only the partitions it gets move, never two owners at once
+        coordinator = api.get(f"/v1/groups/{group}").json()["coordinator"]
+        via = cluster[0] if coordinator != 1 else cluster[1]  # broker ids 1, 2, 3
+        with _client_from(via.api_url, OTHER_ADDRESS) as elsewhere:
+            members.append(_join(elsewhere, group, stream_name, client_id="billing-4"))
         _settle(api, group, members)
         after = _owners(members)
         moved = {tp for tp in after if after[tp] != before.get(tp)}
@@ -167,6 +181,9 @@ def test_group_lifecycle(cluster: list[Any], stream_name: str) -> None:
         described = api.get(f"/v1/groups/{group}").json()
         assert row["member_id"] == first.member_id
         assert len(described["members"]) == 4
+        clients = {m["member_id"]: (m["client_id"], m["client_host"]) for m in described["members"]}
+        assert clients.pop(members[3].member_id) == ("billing-4", OTHER_ADDRESS)
+        assert set(clients.values()) == {(None, "127.0.0.1")}  # joined without a client id
 
         # the 4th leaves: its partitions go back to the others
         leaver = members.pop()
@@ -213,9 +230,10 @@ def test_group_lifecycle(cluster: list[Any], stream_name: str) -> None:
         assert (listed[group]["members"], listed[group]["state"]) == (0, "empty")
         server = ["--server", cluster[1].api_url]
         out = _cli("group", "describe", group, *server)
-        header = "STREAM  PARTITION  MEMBER  COMMITTED  HIGH_WATERMARK  LAG"
+        header = "STREAM  PARTITION  MEMBER  CLIENT-ID  HOST  COMMITTED  HIGH_WATERMARK  LAG"
         assert re.search(header.replace("  ", r"\s+"), out), out
-        assert re.search(rf"{stream_name}\s+{partitions[0]}\s+-\s+4\s+10\s+5", out), out
+        row = rf"{stream_name}\s+{partitions[0]}\s+-\s+-\s+-\s+4\s+10\s+5"
+        assert re.search(row, out), out
         assert group in _cli("group", "list", *server)
         out = _cli(
             "group",

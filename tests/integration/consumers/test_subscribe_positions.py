@@ -383,7 +383,7 @@ async def test_cli_tail_new_only_follows_only_new_records(node, stream_name):
     async with Client(server) as client:
         await client.create_stream(stream_name, f"{stream_name}.in")
         await client.publish(stream_name, "old")
-        follow = _tail_in_background(server, stream_name, "--from", "new-only", "-f", "-n", "1")
+        follow = _tail_in_background(server, stream_name, "--from", "new-only", "-f", "--max", "1")
         with node_client(server) as api:
             await wait_for_async(
                 lambda: _fetch_waiters(api) > 0, 30, message="tail -f waits for records"

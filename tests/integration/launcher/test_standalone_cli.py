@@ -236,7 +236,7 @@ def test_publish_tail_describe_and_refusals_as_a_user_types_them(data_dir: Path)
 
         # -f follows every partition: the six records so far, then two new ones
         follow = subprocess.Popen(
-            [LIFTLOG, "tail", "orders", "-f", "-n", "8", "--json", "--server", server],
+            [LIFTLOG, "tail", "orders", "-f", "--max", "8", "--json", "--server", server],
             stdout=subprocess.PIPE,
             text=True,
         )

@@ -5,14 +5,19 @@ the endpoint and generated credentials in its config file (owner-only)."""
 from __future__ import annotations
 
 import json
+import os
 import stat
+import subprocess
 from pathlib import Path
 
 from deltalake import DeltaTable
 
+from spark_log.client.credentials_file import read_credentials_file
 from spark_log.config import load_node_config
 from spark_log.lake.storage import lake_storage
 from tests.integration.launcher.test_standalone_cli import (  # noqa: F401  (data_dir is a fixture)
+    CLI_TIMEOUT_S,
+    LIFTLOG,
     Standalone,
     _cli,
     _processes_mentioning,
@@ -55,6 +60,30 @@ def test_standalone_with_an_s3_lake_exports_to_its_embedded_seaweedfs(data_dir: 
         assert uri.startswith("s3://liftlog/lake/clicks@")
         options = lake_storage(config.lake).delta_options()
         assert DeltaTable(uri, storage_options=options).to_pyarrow_table().num_rows == 4
+
+        # the store's keys are printed and written where the tools read them
+        key = stack.wait_line(r"^s3 access key\s+(\S+)$").group(1)
+        secret = stack.wait_line(r"^s3 secret key\s+(\S+)$").group(1)
+        written = read_credentials_file(stack.wait_line(r"^credentials\s+(\S+)$").group(1))
+        assert written.server == f"{server},{stack.server(2)}"
+        assert written.lake == {k: config.lake.storage_options[k] for k in written.lake}
+        assert (written.lake["aws_access_key_id"], written.lake["aws_secret_access_key"]) == (
+            key,
+            secret,
+        )
+        lake_env = Path(stack.wait_line(r"^lake env\s+(\S+)$").group(1)).read_text()
+        assert f"export AWS_SECRET_ACCESS_KEY={secret}\n" in lake_env
+        assert f"export AWS_ENDPOINT_URL={s3_line.group(1)}\n" in lake_env
+        # without them a compaction is refused in one line, before Spark or delta-rs start
+        bare = {k: v for k, v in os.environ.items() if not k.startswith(("LIFTLOG_", "AWS_"))}
+        refused = subprocess.run(
+            [LIFTLOG, "compact", "clicks", "--force", "--server", server],
+            capture_output=True, text=True, timeout=CLI_TIMEOUT_S, check=False, env=bare,
+        )  # fmt: skip
+        assert refused.returncode == 1, refused
+        [line] = refused.stderr.splitlines()
+        assert line.startswith("liftlog: lake_credentials_missing: no credentials for the lake")
+        assert "--lake-option" in line and "credentials.toml" in line
         assert stack.stop() == 0
         assert any("stopped seaweedfs" in line for line in stack.lines)
         wait_for(

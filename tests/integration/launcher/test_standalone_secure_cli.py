@@ -11,6 +11,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -18,9 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from liftlog.embedded.certs import generate_stack_certs
 from liftlog.embedded.parent_death import popen_dying_with_parent
 from liftlog.embedded.ports import free_port_block
 from liftlog.embedded.probes import http_status, tls_client_context
+from spark_log.client.nats_connect import DEFAULT_NATS_CONNECT_TIMEOUT_S
 from tests.support.stacks import plain_stack_only
 from tests.support.waiting import wait_for
 
@@ -39,12 +42,16 @@ class SecureStandalone:
     """``liftlog standalone --secure`` as a child that dies with the test; a thread collects
     its output."""
 
-    def __init__(self, data_dir: Path, nodes: int, *extra: str) -> None:
+    def __init__(
+        self, data_dir: Path, nodes: int, *extra: str, reuse_ports: SecureStandalone | None = None
+    ) -> None:
         self.data_dir = data_dir
-        self.api_port = free_port_block(nodes)
+        self.api_port: int = reuse_ports.api_port if reuse_ports else free_port_block(nodes)
+        self.nats_port: int = reuse_ports.nats_port if reuse_ports else free_port_block(3)
+        self.zk_port: int = reuse_ports.zk_port if reuse_ports else free_port_block(3)
         argv = [
             LIFTLOG, "standalone", "--secure", "--nodes", str(nodes), "--data-dir", str(data_dir),
-            "--nats-port", str(free_port_block(3)), "--zk-port", str(free_port_block(3)),
+            "--nats-port", str(self.nats_port), "--zk-port", str(self.zk_port),
             "--api-port", str(self.api_port), *extra,
         ]  # fmt: skip
         self.lines: list[str] = []
@@ -255,6 +262,93 @@ def test_secure_ha_stack(data_dir: Path) -> None:
             30,
             message="no process of the stack left",
         )
+    finally:
+        if stack.proc.poll() is None:
+            stack.stop()
+
+
+def _liftlog(*args: str, env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``liftlog args`` (no ``--server``: the credentials file's) and how long it took."""
+    started = time.monotonic()
+    done = subprocess.run(
+        [LIFTLOG, *args], capture_output=True, text=True, timeout=CLI_TIMEOUT_S, check=False,
+        env=env,
+    )  # fmt: skip
+    return done, time.monotonic() - started
+
+
+def _one_error_line(done: subprocess.CompletedProcess[str], start: str) -> str:
+    """The single stderr line of a refused command (no traceback, no warning around it)."""
+    assert done.returncode == 1, done
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(start), done.stderr
+    return lines[0]
+
+
+def test_the_credentials_file_is_all_a_tool_needs_and_refusals_are_one_line(
+    data_dir: Path,
+) -> None:
+    stack = SecureStandalone(data_dir, nodes=1)
+    try:
+        server = stack.value("node-1 api")
+        credentials = Path(stack.value("credentials"))
+        stack.value("ready;")
+        written = credentials.read_text()
+        assert f'server = "{server}"' in written
+        env = _env_without_credentials()
+        env["LIFTLOG_CREDENTIALS_FILE"] = str(credentials)
+
+        created, _ = _liftlog("stream", "create", "orders", "--subject", "orders.in", env=env)
+        assert created.returncode == 0 and created.stderr == "", created
+        # the credentials file alone: its token is the NATS login, its CA verifies NATS too
+        for plain in ([], ["--plain"]):
+            published, _ = _liftlog("publish", "orders", "zero", *plain, env=env)
+            assert published.returncode == 0 and published.stderr == "", published
+        publisher = {**env, **_env_file(data_dir / "tls" / "nats-publisher.env")}
+        for plain in ([], ["--plain"]):
+            published, _ = _liftlog("publish", "orders", "one", *plain, env=publisher)
+            assert published.returncode == 0, published
+            assert published.stderr == "", published.stderr  # no eof_received warning
+
+        # a refused NATS login: at once, one line saying where the credentials are
+        stranger = {**env, "LIFTLOG_NATS_USER": "nobody", "LIFTLOG_NATS_PASSWORD": "wrong"}
+        for plain in ([], ["--plain"]):
+            refused, took_s = _liftlog("publish", "orders", "two", *plain, env=stranger)
+            line = _one_error_line(refused, "liftlog: unauthenticated: NATS at nats://")
+            assert "refused the login of user 'nobody'" in line
+            assert "LIFTLOG_NATS_*" in line and "LIFTLOG_CREDENTIALS_FILE" in line
+            assert took_s < DEFAULT_NATS_CONNECT_TIMEOUT_S
+        # a CA that did not sign the NATS server's certificate
+        other_ca = generate_stack_certs(data_dir.parent / "other-ca", [1]).ca_file
+        untrusting = {**publisher, "LIFTLOG_NATS_CA_FILE": other_ca}
+        refused, took_s = _liftlog("publish", "orders", "three", env=untrusting)
+        line = _one_error_line(refused, "liftlog: nats_unavailable: NATS at nats://")
+        assert "does not trust" in line and "LIFTLOG_NATS_CA_FILE" in line
+        assert took_s < DEFAULT_NATS_CONNECT_TIMEOUT_S
+
+        # plain HTTP against the HTTPS port says which scheme to use
+        plain_url = server.replace("https://", "http://")
+        wrong_scheme, _ = _liftlog("stream", "list", "--server", plain_url, env=env)
+        line = _one_error_line(wrong_scheme, "liftlog: unavailable: ")
+        assert f"use {server}" in line
+
+        tail, _ = _liftlog("tail", "orders", env=env)
+        values = [row.split("\t")[-1] for row in tail.stdout.splitlines()]
+        assert values == ["zero", "zero", "one", "one"]
+        assert stack.stop() == 0
+        wait_for(
+            lambda: not _processes_mentioning(str(data_dir)),
+            30,
+            message="no process of the stack left",
+        )
+
+        # a restart on the same ports writes the same file: nothing to re-source
+        stack = SecureStandalone(data_dir, 1, reuse_ports=stack)
+        stack.value("ready;")
+        assert credentials.read_text() == written
+        listed, _ = _liftlog("stream", "list", env=env)
+        assert listed.returncode == 0 and "orders" in listed.stdout, listed
+        assert stack.stop() == 0
     finally:
         if stack.proc.poll() is None:
             stack.stop()

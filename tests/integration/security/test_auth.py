@@ -5,6 +5,7 @@ HTTPS, mTLS, ZooKeeper and NATS secured), where client certificates name princip
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ import pytest
 
 from ingest.api.route_acl import CURSOR_ROUTE, OPEN_PATHS, ROUTE_RULES
 from spark_log.auth_config import AuthConfig
+from tests.integration.security.nats_login_probe import login, poll, refused_login
 from tests.support.auth_stack import (
     PROPAGATION_TIMEOUT_S,
     AuthCluster,
@@ -313,13 +315,16 @@ def _calls(principal: str) -> list[Call]:
 STREAM_ADMIN = ("create", "delete", "pause", "resume", "flush", "publish", "consume")
 # What each principal may do, written out by hand (not computed by the code under test):
 # alice runs the m-* streams and may describe the cluster; bob may publish and consume on
-# m-* but a deny takes publishing on m-1 away again; carol may only describe (through the
-# ACL on '*'); admin is a super user; nobody sends no token.
+# m-* but a deny takes publishing on m-1 away again, and he describes m-1 (and sees it
+# listed) only because consume and publish imply describe; carol may only describe; dora may consume
+# but a deny of describe on m-1 wins over the describe consume implies; admin is a super
+# user; nobody sends no token. "listed": m-1 is in the caller's GET /v1/streams.
 MAY: dict[str, set[str]] = {
     "admin": {"*"},
     "alice": {*STREAM_ADMIN, "describe", "describe-cluster", "listed"},
     "bob": {"consume", "describe", "listed"},
     "carol": {"describe", "listed"},
+    "dora": {"consume"},
 }
 # on the secured stack, carol also calls with a client certificate (CN carol) and no token
 CERT_PRINCIPAL = "carol-cert"
@@ -337,11 +342,15 @@ def _needed(call: Call) -> str | None:
     return str(rule.action)
 
 
+def _may(principal: str) -> set[str]:
+    return MAY["carol" if principal == CERT_PRINCIPAL else principal]
+
+
 def _expected(principal: str, call: Call) -> str:
     if principal == "nobody":
         return "401"
     needed = _needed(call)
-    may = MAY["carol" if principal == CERT_PRINCIPAL else principal]
+    may = _may(principal)
     if needed is None or "*" in may or needed in may:
         return "ok" if call.ok is None else str(call.ok)
     return "403"
@@ -357,7 +366,7 @@ def _seen(status: int, call: Call) -> str:
 def principals(cluster) -> dict[str, dict[str, Any]]:
     """How each principal calls: ``cluster.client`` keyword arguments."""
     tokens: dict[str, dict[str, Any]] = {"admin": {"token": cluster.admin_token}, "nobody": {}}
-    for name in ("alice", "bob", "carol"):
+    for name in ("alice", "bob", "carol", "dora"):
         tokens[name] = {"token": cluster.new_token(name)[1]}
     if cluster.ca is not None:
         tokens[CERT_PRINCIPAL] = {"cert": cluster.client_cert("carol")}
@@ -367,7 +376,11 @@ def principals(cluster) -> dict[str, dict[str, Any]]:
     cluster.allow("bob", "publish", "stream:m-*")
     cluster.allow("bob", "consume", "stream:m-*")
     cluster.allow("bob", "publish", f"stream:{STREAM}", deny=True)
-    cluster.allow("*", "describe", "stream:*")
+    cluster.allow("carol", "describe", "stream:m-*")
+    cluster.allow("dora", "consume", "stream:m-*")
+    cluster.allow("dora", "describe", f"stream:{STREAM}", deny=True)
+    # every principal may describe the streams the matrix creates (none of them is m-1)
+    cluster.allow("*", "describe", "stream:m-new-*")
     with cluster.admin() as admin:
         created = admin.post("/v1/streams", json={"name": STREAM, "subject": f"{STREAM}.in"})
         assert created.status_code == 201, created.text
@@ -408,6 +421,10 @@ def test_the_authorization_matrix(cluster, principals):
                 rows.append((principal, call.method, call.route, expected, resp.status_code))
                 if expected != seen:
                     mismatches.append((principal, call.method, call.path, expected, resp.text))
+            if principal != "nobody":
+                listed = STREAM in _listed(api)
+                if listed != bool({"listed", "*"} & _may(principal)):
+                    mismatches.append((principal, "GET", "/v1/streams", "listed", str(listed)))
     print(f"\nauthorization matrix: {len(rows)} principal x route cells")
     for principal, method, route, expected, status in rows:
         print(f"  {principal:<7} {method:<6} {route:<60} expected {expected:<4} got {status}")
@@ -415,16 +432,26 @@ def test_the_authorization_matrix(cluster, principals):
     assert len(rows) == len(principals) * len(covered)
 
 
+def _listed(api: httpx.Client) -> set[str]:
+    listing = api.get("/v1/streams")
+    assert listing.status_code == 200, listing.text
+    return {s["name"] for s in listing.json()["streams"]}
+
+
 def test_stream_listing_shows_only_what_the_caller_may_describe(cluster, principals):
+    cluster.allow("erin", "consume", "stream:m-*")
     cluster.allow("erin", "describe", "stream:m-new-*", deny=True)
     token = cluster.new_token("erin")[1]
+    gina = cluster.new_token("gina")[1]  # no ACL of her own
     with cluster.client(token=token) as erin, cluster.admin() as admin:
-        every = {s["name"] for s in admin.get("/v1/streams").json()["streams"]}
+        every = _listed(admin)
         assert {STREAM, "m-new-admin", "m-new-alice"} <= every
-        # '*' may describe every stream, but a deny hides m-new-* from erin
-        wanted = {n for n in every if not n.startswith("m-new-")}
-        names = {s["name"] for s in erin.get("/v1/streams").json()["streams"]}
-        assert names == wanted and STREAM in names
+        # consume implies describe on m-*, but a deny of describe hides m-new-* from erin
+        wanted = {n for n in every if n.startswith("m-") and not n.startswith("m-new-")}
+        assert _listed(erin) == wanted and STREAM in wanted
+    with cluster.client(token=gina) as api:
+        # '*' may describe the m-new-* streams, and nothing else
+        assert _listed(api) == {n for n in every if n.startswith("m-new-")}
 
 
 def test_plain_nodes_report_auth_disabled(make_node):
@@ -444,3 +471,149 @@ def test_openapi_says_how_to_authenticate(cluster):
     publish = spec["paths"]["/v1/streams/{stream}/partitions/{partition}/records"]["post"]
     assert {"bearerAuth": []} in publish["security"]
     assert "Needs `publish` on `stream:{stream}`." in publish["description"]
+    describe = spec["paths"]["/v1/streams/{stream}"]["get"]["description"]
+    implied = "(or `alter`, `consume`, `delete`, `publish`, which imply it)"
+    assert f"Needs `describe` on `stream:{{stream}}` {implied}." in describe
+
+
+# ------------------------------------------------------------------------- NATS logins
+
+NATS_STREAM = "m-nats"
+# principal -> subjects it may publish on and subscribe to, as its ACLs above say
+NATS_PUBLISH = {
+    "admin": {f"{STREAM}.in", f"{NATS_STREAM}.in"},
+    "alice": {f"{STREAM}.in", f"{NATS_STREAM}.in"},  # she runs the m-* streams
+    "bob": {f"{NATS_STREAM}.in"},  # publish on m-*, but a deny on m-1 wins
+}
+NATS_SUBSCRIBE = {
+    "admin": {f"{STREAM}.in", f"{NATS_STREAM}.in"},
+    "alice": {f"{STREAM}.in", f"{NATS_STREAM}.in"},
+    "bob": {f"{STREAM}.in", f"{NATS_STREAM}.in"},
+    "dora": {f"{STREAM}.in", f"{NATS_STREAM}.in"},
+}
+NATS_SUBJECTS = (f"{STREAM}.in", f"{NATS_STREAM}.in")
+# nobody publishes on the replication wire or forges an ack, nor reads the server's API
+NATS_NEVER_PUBLISH = ("_LIFTLOG.x.fetch", "_INBOX.someone.1", "$SYS.REQ.USER.AUTH")
+NATS_NEVER_SUBSCRIBE = ("_LIFTLOG.>", "$SYS.>")
+
+
+def test_the_nats_authorization_matrix(cluster, principals):
+    """Logins to the secured stack's NATS are Liftlog tokens, judged by the nodes (auth
+    callout): each principal's publish and subscribe rights follow its ACLs."""
+    if not cluster.nats_url:
+        pytest.skip("the plain cluster's NATS takes no logins")
+    with cluster.admin() as admin:
+        created = admin.post("/v1/streams", json={"name": NATS_STREAM, "subject": "m-nats.in"})
+        assert created.status_code == 201, created.text
+    rows = asyncio.run(_nats_matrix(cluster, principals))
+    print(f"\nNATS authorization matrix: {len(rows)} principal x subject cells")
+    for principal, op, subject, expected, seen in rows:
+        print(f"  {principal:<7} {op:<9} {subject:<22} expected {expected!s:<5} got {seen}")
+    assert [r for r in rows if r[3] != r[4]] == []
+
+
+async def _nats_matrix(cluster, principals) -> list[tuple[str, str, str, bool, bool]]:
+    url, ca = cluster.nats_url, cluster.ca_file
+    bob = principals["bob"]["token"]
+
+    async def bob_sees_the_new_stream() -> bool:
+        probe = await login(url, ca, "bob", bob)
+        try:
+            return await probe.may_publish(f"{NATS_STREAM}.in")
+        finally:
+            await probe.nc.close()
+
+    await poll(bob_sees_the_new_stream, PROPAGATION_TIMEOUT_S, "the new stream in bob's grant")
+    rows: list[tuple[str, str, str, bool, bool]] = []
+    for principal, how in principals.items():
+        if how.get("token"):
+            rows += await _nats_row(url, ca, principal, how["token"])
+    for who, token in (("nobody", "llt_0000000000000000_not-a-token"), ("bob", "")):
+        refused = await refused_login(url, ca, who, token or "wrong")
+        rows.append((who, "login", "-", False, not refused))
+    impostor = await refused_login(url, ca, "admin", bob)  # bob's token, admin's name
+    rows.append(("bob-as-admin", "login", "-", False, not impostor))
+    return rows
+
+
+async def _nats_row(url: str, ca: str, principal: str, token: str) -> list[tuple[Any, ...]]:
+    """One principal's cells, from a connection that kept its login throughout: a change
+    made just before (the new stream) may still disconnect it once to log in again."""
+    for _attempt in range(5):
+        probe = await login(url, ca, principal, token)
+        row: list[tuple[Any, ...]] = []
+        try:
+            for subject in (*NATS_SUBJECTS, *NATS_NEVER_PUBLISH):
+                expected = subject in NATS_PUBLISH.get(principal, set())
+                seen = await probe.may_publish(subject)
+                if seen and subject in NATS_SUBJECTS:
+                    seen = await probe.acked(subject)  # stored, not only unrefused
+                row.append((principal, "publish", subject, expected, seen))
+            for subject in (*NATS_SUBJECTS, *NATS_NEVER_SUBSCRIBE):
+                expected = subject in NATS_SUBSCRIBE.get(principal, set())
+                seen = await probe.may_subscribe(subject)
+                row.append((principal, "subscribe", subject, expected, seen))
+            if probe.reconnects == 0 and probe.nc.is_connected:
+                return row
+        finally:
+            await probe.nc.close()
+    raise AssertionError(f"{principal}'s connection kept logging in again")
+
+
+def test_nats_rights_follow_acl_and_token_changes_on_open_connections(cluster, principals):
+    """A change reaches connections already open: the controller disconnects the principal's
+    connections, which log in again under the new rights (or are refused)."""
+    if not cluster.nats_url:
+        pytest.skip("the plain cluster's NATS takes no logins")
+    delays = asyncio.run(_follow_changes(cluster))
+    print(
+        "\nNATS rights change applied on an open connection after (s): "
+        + ", ".join(f"{what} {delay:.2f}" for what, delay in delays)
+    )
+
+
+async def _follow_changes(cluster) -> list[tuple[str, float]]:
+    token_id, token = cluster.new_token("frank")
+    subject = "m-frank.in"
+    with cluster.admin() as admin:
+        created = admin.post("/v1/streams", json={"name": "m-frank", "subject": subject})
+        assert created.status_code == 201, created.text
+    acl = cluster.allow("frank", "publish", "stream:m-frank")
+    url, ca = cluster.nats_url, cluster.ca_file
+
+    async def fresh_login_may_publish() -> bool:
+        probe = await login(url, ca, "frank", token)
+        try:
+            return await probe.acked(subject)
+        finally:
+            await probe.nc.close()
+
+    await poll(fresh_login_may_publish, PROPAGATION_TIMEOUT_S, "frank's publish ACL")
+    frank = await login(url, ca, "frank", token)
+    delays = []
+    try:
+        assert await frank.acked(subject)
+        with cluster.admin() as admin:
+            assert admin.delete(f"/v1/acls/{acl}").status_code in (200, 204)
+
+        async def refused() -> bool:
+            return not await frank.may_publish(subject)
+
+        delays.append(("acl removed", await poll(refused, PROPAGATION_TIMEOUT_S, "the removal")))
+        assert frank.reconnects >= 1  # the same connection, logged in again
+        cluster.allow("frank", "publish", "stream:m-frank")
+
+        async def allowed() -> bool:
+            return await frank.acked(subject)
+
+        delays.append(("acl added", await poll(allowed, PROPAGATION_TIMEOUT_S, "the new ACL")))
+        with cluster.admin() as admin:
+            assert admin.delete(f"/v1/auth/tokens/{token_id}").status_code in (200, 204)
+
+        async def gone() -> bool:
+            return not frank.nc.is_connected and bool(await refused_login(url, ca, "frank", token))
+
+        delays.append(("token revoked", await poll(gone, PROPAGATION_TIMEOUT_S, "the revocation")))
+    finally:
+        await frank.nc.close()
+    return delays

@@ -59,7 +59,11 @@ def test_to_json_writes_lists_and_nested_objects():
     body = StreamDescription.from_json(DESCRIBE).to_json()
     assert body["partitions"][0]["replicas"] == [2, 1]
     assert "a_newer_node_field" not in body["partitions"][0]
-    assert body["lake"] == {"uri": "file:///lake/orders@7", "export_refused": None}
+    assert body["lake"] == {
+        "uri": "file:///lake/orders@7",
+        "export_refused": None,
+        "compacted_at_ms": None,
+    }
     assert StreamDescription.from_json(body).to_json() == body
 
 

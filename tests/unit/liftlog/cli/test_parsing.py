@@ -37,7 +37,7 @@ def test_nested_commands_take_intermixed_options_too():
     args = parse("stream", "create", "--partitions", "3", "orders", "--subject", "orders.in")
     assert (args.name, args.subject, args.partitions) == ("orders", "orders.in", 3)
     args = parse("tail", "--partition", "1", "orders", "-n", "5", "--partition", "0")
-    assert (args.stream, args.partition, args.max) == ("orders", [1, 0], 5)
+    assert (args.stream, args.partition, args.lines) == ("orders", [1, 0], 5)
 
 
 def test_unknown_command_and_missing_positional_are_usage_errors(capsys):

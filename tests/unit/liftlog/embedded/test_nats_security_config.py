@@ -13,6 +13,7 @@ import pytest
 from ingest.nats_connect import nats_connect_options
 from liftlog.embedded.certs import generate_stack_certs
 from liftlog.embedded.nats_auth import (
+    CALLOUT_REPLY_SUBJECTS,
     INBOX_SUBJECTS,
     INTERNAL_SUBJECTS,
     NatsServerSecurity,
@@ -119,7 +120,7 @@ def test_publisher_permissions(subject: str, publish: bool, subscribe: bool) -> 
 
 def test_node_permissions_cover_requests_and_replies_only() -> None:
     rules = node_permissions()
-    assert rules.publish_allow == (INTERNAL_SUBJECTS, INBOX_SUBJECTS)
+    assert rules.publish_allow == (INTERNAL_SUBJECTS, INBOX_SUBJECTS, CALLOUT_REPLY_SUBJECTS)
     assert _allowed(rules.subscribe_allow, rules.subscribe_deny, "orders.eu")
     assert not _allowed(rules.publish_allow, rules.publish_deny, "orders.eu")
 

@@ -85,8 +85,8 @@ def test_a_full_range_forgets_its_oldest_picks(monkeypatch: pytest.MonkeyPatch):
     their stacks bound them long ago, and failing a start would be worse."""
     import liftlog.embedded.ports as ports
 
-    monkeypatch.setenv(PORT_RANGE_ENV, "15400-15419")
-    monkeypatch.setattr(ports, "_handed_out", {})
-    first = [free_port() for _ in range(20)]
+    monkeypatch.setenv(PORT_RANGE_ENV, "17400-17419")
+    # handed out in port order, one second apart: the lower half is the oldest
+    monkeypatch.setattr(ports, "_handed_out", {p: 1e9 + p for p in range(17_400, 17_420)})
     again = free_port_block(4)
-    assert set(range(again, again + 4)) <= set(first[:10])
+    assert again >= 17_400 and again + 3 < 17_410

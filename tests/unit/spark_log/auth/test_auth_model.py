@@ -7,11 +7,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spark_log.auth import (
+    IMPLIES,
     AclEntry,
     Action,
     Permission,
     authorize,
     digest_matches,
+    granting_actions,
     new_token,
     parse_token,
     stream_resource,
@@ -57,6 +59,41 @@ def test_glob_allow_and_deny_wins() -> None:
     assert not authorize("alice", Action.PUBLISH, "stream:orders-secret", acls, ())
     assert not authorize("alice", Action.CONSUME, "stream:orders-eu", acls, ())
     assert not authorize("bob", Action.PUBLISH, "stream:orders-eu", acls, ())
+
+
+@pytest.mark.parametrize("action", ["consume", "publish", "delete", "alter"])
+def test_using_a_stream_implies_describing_it(action: str) -> None:
+    acls = [_acl("bob", action, "stream:orders-*")]
+    assert authorize("bob", Action.DESCRIBE, "stream:orders-eu", acls, ())
+    assert not authorize("bob", Action.DESCRIBE, "stream:audit", acls, ())
+    assert not authorize("carol", Action.DESCRIBE, "stream:orders-eu", acls, ())
+
+
+@pytest.mark.parametrize("action", ["create", "pause", "resume", "flush", "describe"])
+def test_other_actions_imply_nothing(action: str) -> None:
+    acls = [_acl("bob", action, "stream:s")]
+    others = set(Action) - {Action(action)}
+    assert not any(authorize("bob", other, "stream:s", acls, ()) for other in others)
+
+
+def test_consume_implies_nothing_but_describe() -> None:
+    acls = [_acl("bob", "consume", "stream:s")]
+    allowed = {a for a in Action if authorize("bob", a, "stream:s", acls, ())}
+    assert allowed == {Action.CONSUME, Action.DESCRIBE}
+
+
+def test_a_deny_of_describe_wins_over_the_implied_allow() -> None:
+    acls = [_acl("bob", "consume", "stream:*"), _acl("*", "describe", "stream:secret", "deny")]
+    assert authorize("bob", Action.CONSUME, "stream:secret", acls, ())
+    assert not authorize("bob", Action.DESCRIBE, "stream:secret", acls, ())
+    assert authorize("bob", Action.DESCRIBE, "stream:public", acls, ())
+
+
+def test_a_deny_names_its_own_action_only() -> None:
+    """As in Kafka: denying consume takes consume away, not the describe its allow implies."""
+    acls = [_acl("bob", "consume", "stream:s"), _acl("bob", "consume", "stream:s", "deny")]
+    assert not authorize("bob", Action.CONSUME, "stream:s", acls, ())
+    assert authorize("bob", Action.DESCRIBE, "stream:s", acls, ())
 
 
 def test_cluster_resource_matches_only_itself() -> None:
@@ -109,9 +146,16 @@ def test_authorize_is_exactly_allow_and_no_deny(
     resource: str,
 ) -> None:
     acls = [AclEntry(f"id{i}", *row) for i, row in enumerate(rows)]
-    matching = [a for a in acls if a.matches(principal, action, resource)]
-    expected = any(a.permission == Permission.ALLOW for a in matching) and not any(
-        a.permission == Permission.DENY for a in matching
+    allowing = [a for a in IMPLIES if action in IMPLIES[a]] + [action]
+    allows = any(
+        a.permission == Permission.ALLOW and a.matches(principal, b, resource)
+        for a in acls
+        for b in allowing
     )
+    denied = any(
+        a.permission == Permission.DENY and a.matches(principal, action, resource) for a in acls
+    )
+    expected = allows and not denied
+    assert set(allowing) == granting_actions(action)
     assert authorize(principal, action, resource, acls, ()) == expected
     assert authorize(principal, action, resource, acls, (principal,))
