@@ -86,9 +86,16 @@ class CalloutResponder:
         if user and user != principal:
             raise UnauthenticatedError(f"NATS user {user!r} is not the token's principal")
         grant = self.grant(principal)
-        issued = parse_token(token)
-        self._issued.setdefault(principal, set()).add((grant, issued.token_id if issued else ""))
+        self._issued.setdefault(principal, set()).add((grant, self._revocable_id(token)))
         return principal, grant
+
+    def _revocable_id(self, token: str) -> str:
+        """The id of a token stored in ZooKeeper, which can be revoked; "" for the
+        bootstrap token (a node config's, revoked by changing every config)."""
+        issued = parse_token(token)
+        if issued is None or issued.token_id not in self._auth.snapshot().tokens:
+            return ""
+        return issued.token_id
 
     def take_issued(self) -> dict[str, set[tuple[NatsGrant, str]]]:
         """The logins granted since the last call, by principal."""

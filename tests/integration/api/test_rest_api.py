@@ -62,6 +62,7 @@ def test_list_describe_delete_removes_data(api, node, stream_name):
         "log_start_offset": 0,
         "lake_start_offset": None,
         "lake_offset": 0,  # the lake is on by default; nothing exported yet
+        "lake_compacted_offset": None,
         "offline": False,
         "storage_error": None,
         "replica_log_end_offsets": {"1": 0},

@@ -12,6 +12,7 @@ import nats.errors
 from nats.aio.client import Client as NatsClient
 
 ACK_WAIT_S = 2.0
+VIOLATION_WAIT_S = 0.5
 
 
 @dataclass
@@ -24,11 +25,21 @@ class NatsLogin:
 
     async def may_publish(self, subject: str) -> bool:
         """Published, then a round trip: nats-server answers a forbidden publish with a
-        permissions violation before the PONG of the flush that follows it."""
+        permissions violation before the PONG of the flush that follows it (nats-py may hand
+        the violation over a moment after the PONG: it is waited for a little)."""
         before = len(self.errors)
         await self.nc.publish(subject, b"probe")
         await self.nc.flush()
-        return not _violation(self.errors[before:], "publish", subject)
+        return not await self._violation_seen(before, "publish", subject)
+
+    async def _violation_seen(self, before: int, kind: str, subject: str) -> bool:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + VIOLATION_WAIT_S
+        while not _violation(self.errors[before:], kind, subject):
+            if loop.time() > deadline:
+                return False
+            await asyncio.sleep(0.02)
+        return True
 
     async def acked(self, subject: str) -> bool:
         """A request on a stream's subject answered by its node: the publish got through."""
@@ -42,7 +53,7 @@ class NatsLogin:
         before = len(self.errors)
         sub = await self.nc.subscribe(subject)
         await self.nc.flush()
-        refused = _violation(self.errors[before:], "subscription", subject)
+        refused = await self._violation_seen(before, "subscription", subject)
         if not refused:
             await sub.unsubscribe()
         return not refused

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -617,3 +618,31 @@ async def _follow_changes(cluster) -> list[tuple[str, float]]:
     finally:
         await frank.nc.close()
     return delays
+
+
+def test_a_node_refuses_a_record_naming_a_principal_that_may_not_publish(cluster, principals):
+    """The node's second line behind NATS's permissions: a record naming its principal
+    (``Liftlog-Principal``, as Liftlog's client sends it) is judged on that principal's
+    publish ACL; here a super user's connection carries the records, so NATS lets all in."""
+    if not cluster.nats_url:
+        pytest.skip("the plain cluster's NATS takes no logins")
+    acks = asyncio.run(_named_publishes(cluster, ("carol", "bob", "admin")))
+    assert [_ack_code(a) for a in acks] == ["forbidden", "forbidden", "ok"], acks
+
+
+async def _named_publishes(cluster, names: tuple[str, ...]) -> list[dict[str, Any]]:
+    admin = await login(cluster.nats_url, cluster.ca_file, "admin", cluster.admin_token)
+    try:
+        replies = []
+        for name in names:
+            msg = await admin.nc.request(
+                f"{STREAM}.in", b"named", timeout=5, headers={"Liftlog-Principal": name}
+            )
+            replies.append(json.loads(msg.data))
+        return replies
+    finally:
+        await admin.nc.close()
+
+
+def _ack_code(ack: dict[str, Any]) -> str:
+    return str(ack["error"]["code"]) if "error" in ack else "ok"

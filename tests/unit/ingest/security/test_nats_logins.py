@@ -190,3 +190,21 @@ def test_the_config_is_checked_when_loaded(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="account seed"):
         NatsAuthConfig(issuer_seed_file=str(not_a_seed)).issuer_seed()
     assert not NatsAuthConfig().enabled
+
+
+def test_logins_are_remembered_with_the_tokens_that_can_be_revoked(tmp_path: Path) -> None:
+    """A bootstrap token shaped like a stored one is no stored token: counting its id as
+    revoked would disconnect every admin connection at every check."""
+    bootstrap = new_token().text
+    auth = NodeAuth(AuthConfig(enabled=True, bootstrap_token=bootstrap), None)  # type: ignore[arg-type]
+    stored = new_token()
+    record = TokenRecord(stored.token_id, "bob", stored.sha256, 0)
+    auth.cache._snapshot = AuthSnapshot({stored.token_id: record}, ())
+    auth.cache._refreshed_at = time.monotonic()
+    responder = _responder(tmp_path, auth, [])
+    responder.authorize({"auth_token": bootstrap})
+    responder.authorize({"user": "bob", "pass": stored.text})
+    issued = responder.take_issued()
+    assert {t for _g, t in issued["admin"]} == {""}
+    assert {t for _g, t in issued["bob"]} == {stored.token_id}
+    assert responder.take_issued() == {}
