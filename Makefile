@@ -45,9 +45,10 @@ test: $(STAMP)
 	LIFTLOG_TEST_STACK=secure $(PYTEST) -q -m "not slow" $(XDIST) $(SECURE_SUBSET)
 
 # The slow tier, which CI runs after make test: the HA faults, the REST fuzz, longer failover
-# variants, the benchmark smokes and one safe randomized Jepsen schedule of 45 s.
+# variants, the benchmark smokes, a notebook run twice on one cluster and one safe randomized
+# Jepsen schedule of 45 s.
 test-slow: $(STAMP)
-	$(PYTEST) -q -m slow tests/integration tests/fault
+	$(PYTEST) -q -m slow tests/integration tests/fault tests/notebooks
 	$(PYTEST) -q -m slow tests/jepsen/test_random.py -k short
 
 # The whole integration suite on the secured stack (tests that need the plain one are skipped).

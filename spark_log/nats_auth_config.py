@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spark_log.errors import ConfigError
+from spark_log.secret_file import read_secret_file
 
 DEFAULT_CALLOUT_ACCOUNT = "$G"
 
@@ -45,12 +46,7 @@ class NatsAuthConfig:
 
     def issuer_seed(self) -> str:
         """The seed, read at start (a changed file needs a restart)."""
-        try:
-            seed = Path(self.issuer_seed_file).read_text().strip()
-        except OSError as exc:
-            raise ConfigError(
-                f"nats_auth.issuer_seed_file {self.issuer_seed_file}: {exc.strerror}"
-            ) from exc
+        seed = read_secret_file(self.issuer_seed_file, "nats_auth.issuer_seed_file")
         if not seed.startswith("SA"):
             raise ConfigError(
                 f"nats_auth.issuer_seed_file {self.issuer_seed_file}: not an account seed (SA...)"

@@ -15,6 +15,7 @@ from typing import Any
 
 from coordinator.znodes import NO_LEADER, StreamRecord
 from coordinator.znodes import PartitionState as PartitionRecord
+from ingest.admin.compaction_view import compaction_state
 from ingest.admin.limits import check_growth_limits, check_stream_limits
 from ingest.admin.node_view import NodeView
 from ingest.admin.unclean_loss import assess_loss
@@ -200,14 +201,9 @@ async def _with_compaction_state(
     uri: str, name: str, partitions: list[PartitionState], lake: LakeRef, storage: LakeStorage
 ) -> tuple[list[PartitionState], LakeRef]:
     """Each partition's compacted offset and the last compaction's time, from the table's app
-    transactions (key compaction runs outside the nodes, so only the table knows). Left null
-    when the table cannot be read within ``TABLE_FALLBACK_TIMEOUT_S``, as the offsets are."""
-    table = LakeTable(uri, name, storage)
-    try:
-        async with asyncio.timeout(TABLE_FALLBACK_TIMEOUT_S):
-            state = await in_lake_thread(table.compaction_state, len(partitions))
-    except (LiftlogError, TimeoutError):
-        return partitions, lake
+    transactions (``compaction_view``: never held by an object store that stopped answering;
+    left null when the table was never read)."""
+    state = await compaction_state(LakeTable(uri, name, storage), len(partitions))
     if state is None:
         return partitions, lake
     cleaned = [

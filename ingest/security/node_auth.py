@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-from pathlib import Path
 
 from coordinator.auth_store import RESYNC_INTERVAL_S, AuthCache, AuthSnapshot
 from coordinator.zk import ZkSession
@@ -14,10 +13,10 @@ from spark_log.auth import Action, authorize, digest_matches, parse_token
 from spark_log.auth_config import AuthConfig, check_bootstrap_token
 from spark_log.errors import (
     AuthUnavailableError,
-    ConfigError,
     UnauthenticatedError,
     UnavailableError,
 )
+from spark_log.secret_file import read_secret_file
 
 log = logging.getLogger("liftlog.auth")
 
@@ -36,12 +35,7 @@ def bootstrap_token(config: AuthConfig) -> str:
         return config.bootstrap_token
     if not config.bootstrap_token_file:
         return ""
-    try:
-        token = Path(config.bootstrap_token_file).read_text().strip()
-    except OSError as exc:
-        raise ConfigError(
-            f"auth.bootstrap_token_file {config.bootstrap_token_file}: {exc.strerror}"
-        ) from exc
+    token = read_secret_file(config.bootstrap_token_file, "auth.bootstrap_token_file")
     check_bootstrap_token(token, f"the token in {config.bootstrap_token_file}")
     return token
 

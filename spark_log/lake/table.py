@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
-from deltalake.exceptions import CommitFailedError, DeltaError
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction, RemoveAction
 
 from spark_log.errors import LakeError, NotLeaderError
@@ -61,7 +61,7 @@ class LakeTable:
 
         Several leaders may try at once: a creator that loses the race finds the table made."""
         try:
-            if DeltaTable.is_deltatable(self.uri, self._options):
+            if _is_table(self.uri, self._options):
                 return
             DeltaTable.create(
                 self.uri,
@@ -242,7 +242,14 @@ class LakeSnapshot:
 
 
 def _is_table(uri: str, options: dict[str, str]) -> bool:
+    """Whether the table exists, found by opening it: ``DeltaTable.is_deltatable`` holds the
+    GIL while it waits on the store, so an object store that stops answering (SIGSTOP, a
+    partition) would freeze every thread of the process (a node's event loop included)
+    until the store's own timeouts; opening the table waits without it."""
     try:
-        return DeltaTable.is_deltatable(uri, options)
+        DeltaTable(uri, storage_options=options)
+    except TableNotFoundError:
+        return False
     except FOREIGN_ERRORS as exc:
         raise LakeError(f"cannot reach the lake table {uri}: {exc}") from exc
+    return True

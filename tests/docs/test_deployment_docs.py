@@ -4,18 +4,16 @@ nats-server.conf block passes ``nats-server -t``."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from liftlog.embedded.nats import find_nats_server
 from spark_log.config import NodeConfig, load_node_config
 from tests.support.docs.blocks import REPO, Block, parse
+from tests.support.docs.nats_conf import nats_conf_errors
 
 DEPLOYMENT = REPO / "docs" / "deployment.md"
 HOSTS = 3
-NATS_CHECK_TIMEOUT_S = 30
 
 
 def _blocks(lang: str) -> list[Block]:
@@ -49,16 +47,7 @@ def test_the_three_nodes_form_one_cluster(tmp_path: Path) -> None:
 
 def test_nats_server_conf_is_valid(tmp_path: Path) -> None:
     [block] = _blocks("conf")
-    path = tmp_path / "nats-server.conf"
-    path.write_text(block.text)
-    checked = subprocess.run(
-        [find_nats_server(), "-t", "-c", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=NATS_CHECK_TIMEOUT_S,
-        check=False,
-    )
-    assert checked.returncode == 0, checked.stderr
+    assert nats_conf_errors(block.text, tmp_path) == ""
 
 
 def test_zoo_cfg_lists_the_ensemble() -> None:

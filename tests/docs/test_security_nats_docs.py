@@ -5,13 +5,11 @@ its ``[nats]`` table loads with the node's own loader."""
 from __future__ import annotations
 
 import re
-import subprocess
 import tomllib
 from pathlib import Path
 
 from ingest.security.nats_jwt import new_account_seed
 from liftlog.embedded.certs import generate_stack_certs
-from liftlog.embedded.nats import find_nats_server
 from liftlog.embedded.nats_auth import (
     CalloutSecrets,
     NatsUser,
@@ -23,16 +21,17 @@ from spark_log.config import NodeConfig
 from spark_log.nats_config import NatsCredentials
 from spark_log.typed_config import from_mapping
 from tests.support.docs.blocks import REPO, Block, parse
+from tests.support.docs.nats_conf import nats_conf_errors
 
 SECURITY = REPO / "docs" / "security.md"
 DOCUMENTED_TLS_DIR = "/etc/nats/tls/"
 DOCUMENTED_PUBLISHER_SUBJECTS = ["orders.>"]
-NATS_CHECK_TIMEOUT_S = 30
 
 
-def _nats_section_blocks(lang: str) -> list[Block]:
+def _nats_section_blocks(lang: str, heading: str = "NATS") -> list[Block]:
+    """The ``lang`` blocks of security.md's section ``## <heading>``."""
     text = SECURITY.read_text()
-    start = text.index("\n## NATS\n")
+    start = text.index(f"\n## {heading}\n")
     end = text.index("\n## ", start + 1)
     first, last = text[:start].count("\n") + 1, text[:end].count("\n") + 1
     return [b for b in parse(SECURITY).blocks if b.lang == lang and first < b.line < last]
@@ -51,16 +50,7 @@ def test_the_documented_server_config_is_valid(temp_dir: Path) -> None:
     text = block.text
     for name, path in real.items():
         text = text.replace(DOCUMENTED_TLS_DIR + name, path)
-    config = temp_dir / "nats-server.conf"
-    config.write_text(text)
-    checked = subprocess.run(
-        [find_nats_server(), "-t", "-c", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=NATS_CHECK_TIMEOUT_S,
-        check=False,
-    )
-    assert checked.returncode == 0, checked.stderr
+    assert nats_conf_errors(text, temp_dir) == ""
 
 
 def test_the_documented_permissions_are_the_rendered_ones() -> None:
@@ -81,27 +71,14 @@ def test_the_documented_nats_table_loads() -> None:
 
 
 def _token_logins_blocks(lang: str) -> list[Block]:
-    text = SECURITY.read_text()
-    start = text.index("\n## NATS logins with Liftlog tokens\n")
-    end = text.index("\n## ", start + 1)
-    first, last = text[:start].count("\n") + 1, text[:end].count("\n") + 1
-    return [b for b in parse(SECURITY).blocks if b.lang == lang and first < b.line < last]
+    return _nats_section_blocks(lang, "NATS logins with Liftlog tokens")
 
 
 def test_the_documented_callout_config_is_valid_and_the_rendered_one(temp_dir: Path) -> None:
     """The token-logins server config passes ``nats-server -t`` and is what the embedded
     stack renders (passwords and issuer aside)."""
     [block] = _token_logins_blocks("conf")
-    config = temp_dir / "callout.conf"
-    config.write_text(block.text)
-    checked = subprocess.run(
-        [find_nats_server(), "-t", "-c", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=NATS_CHECK_TIMEOUT_S,
-        check=False,
-    )
-    assert checked.returncode == 0, checked.stderr
+    assert nats_conf_errors(block.text, temp_dir) == ""
     issuer = re.search(r'issuer: "(A[A-Z0-9]+)"', block.text)
     assert issuer is not None
     secrets_ = CalloutSecrets("change-me-nodes", "change-me-system", issuer.group(1))

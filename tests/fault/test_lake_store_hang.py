@@ -4,8 +4,10 @@ and the same table reads normally once the store answers again."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ BUCKET = "hang"
 BOUNDED_S = 90.0
 """The 30 s request timeout plus slack for a loaded machine; far below the 180 s retry
 budget delta-rs allows each request without the bounds."""
+FREE_TICKS = 200  # ~2 s of the main thread's own work while a read waits on the hung store
 
 
 @pytest.fixture
@@ -51,3 +54,32 @@ def test_a_hung_store_fails_a_lake_call_within_the_bounds(store):
     print(f"a hung store failed the call after {elapsed:.1f}s")
     assert elapsed < BOUNDED_S
     assert table.snapshot().exported_offset(0) is None
+
+
+def test_a_table_read_waiting_on_a_hung_store_leaves_the_other_threads_running(store):
+    """Finding whether a table exists (every describe asks, for its compaction state) must
+    not hold the GIL while the store hangs: ``DeltaTable.is_deltatable`` did, and froze a
+    node's event loop (its REST API, its acks) for the store's whole timeout."""
+    create_bucket(store.credentials, BUCKET)
+    lake = s3_lake(BUCKET, store.credentials)
+    table = LakeTable(f"{lake.uri}/s@2", "s", lake.storage)
+    table.ensure_exists()
+    ticks = [0]
+    store.pause()
+    try:
+        reader = threading.Thread(target=_quietly, args=(table.compaction_state, 1), daemon=True)
+        reader.start()
+        while ticks[0] < FREE_TICKS:  # the main thread counts while the read waits
+            assert reader.is_alive(), "the read ended before the store answered"
+            ticks[0] += 1
+            time.sleep(0.01)
+        assert reader.is_alive()
+    finally:
+        store.resume()
+    reader.join(BOUNDED_S)
+    assert not reader.is_alive()
+
+
+def _quietly(read: Callable[[int], object], partitions: int) -> None:
+    with contextlib.suppress(LakeError):
+        read(partitions)

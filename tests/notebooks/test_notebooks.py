@@ -110,6 +110,7 @@ def test_notebook_runs(name: str, tmp_path: Path) -> None:
     run_notebook(name, tmp_path, kernel_environment(os.environ))
 
 
+@pytest.mark.slow  # about 90 s: the slow tier, which CI runs after make test
 def test_quickstart_runs_twice_on_one_cluster(cluster: str, tmp_path: Path) -> None:
     """A rerun shows that run's events only (its own assertions on counts and the plot),
     and each run deletes the stream it made, leaving a user's cluster as it was. The other
