@@ -59,6 +59,8 @@ def grant_for(allows: Allows, streams: Iterable[StreamSpec]) -> NatsGrant:
     publish: list[str] = []
     subscribe: list[str] = [INBOX_SUBJECTS]
     for spec in sorted(streams, key=lambda s: s.name):
+        if spec.internal:
+            continue  # its subject is under _LIFTLOG: the nodes write it, nobody publishes
         resource = stream_resource(spec.name)
         subjects = stream_subjects(spec)
         if allows(Action.PUBLISH, resource):

@@ -19,6 +19,7 @@ import random
 import socket
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from spark_log.errors import ConfigError, ProcessStartError
@@ -70,6 +71,15 @@ def _first_free_block(count: int, host: str, low: int, high: int) -> int | None:
         if all(port_is_free(host, port) for port in block) and _claim(block):
             return base
     return None
+
+
+def reserve(ports: Iterable[int]) -> None:
+    """Keep ``ports`` from every later pick of this process: ports a caller chose itself
+    (a launcher's command line), which its servers bind only later. Without this, a block
+    picked for a server started first could take one of them."""
+    now = time.monotonic()
+    with _handed_out_lock:
+        _handed_out.update(dict.fromkeys(ports, now))
 
 
 def _any_handed_out(ports: list[int]) -> bool:

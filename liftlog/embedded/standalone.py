@@ -49,6 +49,7 @@ from liftlog.embedded.port_check import (
     busy_ports,
 )
 from liftlog.embedded.ports import free_port, free_port_block
+from liftlog.embedded.ports import reserve as reserve_ports
 from liftlog.embedded.process import DEFAULT_STOP_TIMEOUT_S
 from liftlog.embedded.restarts import ComponentRestarter
 from liftlog.embedded.seaweedfs import SeaweedFsServer
@@ -59,7 +60,7 @@ from liftlog.embedded.standalone_defaults import (
     DEFAULT_STANDALONE_NODES,
     DEFAULT_STANDALONE_ZK_PORT,
 )
-from liftlog.embedded.standalone_ha import HaTopology
+from liftlog.embedded.standalone_ha import HA_CLUSTER_SIZE, HaTopology
 from liftlog.embedded.standalone_lake import (
     LAKE_LOCAL,
     LAKE_S3,
@@ -106,6 +107,11 @@ class Standalone(StartStop):
             raise InvalidRequestError(f"nodes must be >= 0, got {nodes}")
         if lake not in (LAKE_LOCAL, LAKE_S3):
             raise InvalidRequestError(f"lake must be {LAKE_LOCAL!r} or {LAKE_S3!r}, got {lake!r}")
+        # the ports asked for are the stack's before it picks any other (an HA topology's
+        # NATS and ZooKeeper blocks, SeaweedFS's): the servers bind them only later
+        reserve_ports(range(nats_port, nats_port + HA_CLUSTER_SIZE))
+        reserve_ports(range(zk_port, zk_port + HA_CLUSTER_SIZE))
+        reserve_ports(range(api_port, api_port + max(nodes, 1)))
         # absolute: the node config files must not depend on the directory a node starts in
         self.data_dir = Path(os.path.abspath(data_dir))
         self.host = host

@@ -90,3 +90,16 @@ def test_a_full_range_forgets_its_oldest_picks(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(ports, "_handed_out", {p: 1e9 + p for p in range(17_400, 17_420)})
     again = free_port_block(4)
     assert again >= 17_400 and again + 3 < 17_410
+
+
+def test_reserved_ports_are_never_picked(monkeypatch: pytest.MonkeyPatch):
+    """A launcher told its ports on the command line reserves them before it picks blocks
+    for its other servers, which would otherwise take one of them (SeaweedFS's block took a
+    node's API port, bound only later)."""
+    import liftlog.embedded.ports as ports
+
+    monkeypatch.setenv(PORT_RANGE_ENV, "17500-17519")
+    monkeypatch.setattr(ports, "_handed_out", {})
+    ports.reserve(range(17_500, 17_512))
+    base = free_port_block(8)
+    assert base >= 17_512
