@@ -102,6 +102,10 @@ class CalloutResponder:
         issued, self._issued = self._issued, {}
         return issued
 
+    def specs(self) -> tuple[StreamSpec, ...]:
+        """The streams grants are derived from, as the node knows them now."""
+        return tuple(self._streams())
+
     def grant(self, principal: str) -> NatsGrant:
         if principal in self._auth.config.super_users:
             return super_user_grant()

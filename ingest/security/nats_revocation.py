@@ -28,6 +28,7 @@ from ingest.security.nats_grants import NatsGrant
 from ingest.security.node_auth import BOOTSTRAP_PRINCIPAL, NodeAuth
 from spark_log.errors import LiftlogError
 from spark_log.nats_auth_config import NatsAuthConfig
+from spark_log.stream_spec import StreamSpec
 
 log = logging.getLogger("liftlog.nats_auth")
 
@@ -83,6 +84,7 @@ class RightsWatch:
         self._connect_options = dict(connect_options)
         self._system: NatsClient | None = None
         self._task: asyncio.Task[None] | None = None
+        self._inputs: tuple[object, tuple[StreamSpec, ...]] = (None, ())
         self.disconnected = 0  # connections disconnected so far, for tests and metrics
 
     async def start(self) -> None:
@@ -126,7 +128,13 @@ class RightsWatch:
 
     async def _check(self, before: dict[str, Rights] | None) -> dict[str, Rights]:
         issued = self._responder.take_issued()
+        # rights derive from the token and ACL snapshot and the streams alone: while neither
+        # changed, every login since the last look was judged on what ``before`` holds
+        inputs = (self._auth.cache.snapshot, self._responder.specs())
+        if before is not None and inputs[0] is self._inputs[0] and inputs[1] == self._inputs[1]:
+            return before
         now = self.rights()
+        self._inputs = inputs
         # every node answers for the logins it granted; the controller alone for the rest
         sampled = before if before is not None and self._is_controller() else {}
         changed = [

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from liftlog.embedded.client_files import lake_storage_options
 from liftlog.embedded.seaweedfs import S3Credentials, create_bucket
 from liftlog.embedded.standalone_defaults import LAKE_LOCAL as LAKE_LOCAL
 from liftlog.embedded.standalone_defaults import LAKE_S3 as LAKE_S3
@@ -36,11 +37,7 @@ def s3_lake_config(credentials: S3Credentials) -> LakeConfig:
     return LakeConfig(
         uri=s3_lake_uri(),
         storage_options={
-            "AWS_ENDPOINT_URL": credentials.endpoint_url,
-            "AWS_ACCESS_KEY_ID": credentials.access_key_id,
-            "AWS_SECRET_ACCESS_KEY": credentials.secret_access_key,
-            "AWS_REGION": credentials.region,
-            "AWS_ALLOW_HTTP": "true",
+            **lake_storage_options(credentials),
             CONDITIONAL_PUT_OPTION: CONDITIONAL_PUT_ETAG,
         },
     )

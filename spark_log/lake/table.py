@@ -87,24 +87,35 @@ class LakeTable:
 
     def exported_offsets(self, partitions: int) -> dict[int, int | None]:
         """Each partition's lake offset per the table (None: never exported, or no table)."""
-        if not _is_table(self.uri, self._options):
+        snapshot = self._existing()
+        if snapshot is None:
             return dict.fromkeys(range(partitions))
-        snapshot = self.snapshot()
         return {p: snapshot.exported_offset(p) for p in range(partitions)}
 
     def first_offsets(self, partitions: int) -> dict[int, int | None]:
         """Each partition's smallest offset in the table (None: no file, or no table)."""
-        if not _is_table(self.uri, self._options):
+        snapshot = self._existing()
+        if snapshot is None:
             return dict.fromkeys(range(partitions))
-        snapshot = self.snapshot()
         return {p: snapshot.first_offset(p) for p in range(partitions)}
 
     def compaction_state(self, partitions: int) -> CompactionState | None:
         """What the key compactions of the table left (None: no table): how far each
         partition is compacted, and when the last run committed."""
-        if not _is_table(self.uri, self._options):
+        snapshot = self._existing()
+        if snapshot is None:
             return None
-        return read_compaction_state(self.snapshot().transaction_version, self.stream, partitions)
+        return read_compaction_state(snapshot.transaction_version, self.stream, partitions)
+
+    def _existing(self) -> LakeSnapshot | None:
+        """The latest version, or None when there is no table (opened once: see
+        ``_is_table`` for why a table is found by opening it)."""
+        try:
+            return LakeSnapshot(DeltaTable(self.uri, storage_options=self._options), self.stream)
+        except TableNotFoundError:
+            return None
+        except FOREIGN_ERRORS as exc:
+            raise LakeError(f"cannot read the lake table {self.uri}: {exc}") from exc
 
 
 class LakeSnapshot:

@@ -16,6 +16,7 @@ from liftlog.embedded.seaweedfs import SeaweedFsServer, create_bucket
 from spark_log.errors import LakeError
 from spark_log.lake import LakeTable
 from tests.support.lake_stores import s3_lake
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
@@ -23,7 +24,7 @@ BUCKET = "hang"
 BOUNDED_S = 90.0
 """The 30 s request timeout plus slack for a loaded machine; far below the 180 s retry
 budget delta-rs allows each request without the bounds."""
-FREE_TICKS = 200  # ~2 s of the main thread's own work while a read waits on the hung store
+FREE_TICKS = 200  # ~4 s of the main thread's own polls while a read waits on the hung store
 
 
 @pytest.fixture
@@ -69,15 +70,19 @@ def test_a_table_read_waiting_on_a_hung_store_leaves_the_other_threads_running(s
     try:
         reader = threading.Thread(target=_quietly, args=(table.compaction_state, 1), daemon=True)
         reader.start()
-        while ticks[0] < FREE_TICKS:  # the main thread counts while the read waits
-            assert reader.is_alive(), "the read ended before the store answered"
-            ticks[0] += 1
-            time.sleep(0.01)
+        # the main thread keeps counting while the read waits on the store
+        wait_for(lambda: _tick(ticks, reader) >= FREE_TICKS, BOUNDED_S, message="ticks")
         assert reader.is_alive()
     finally:
         store.resume()
     reader.join(BOUNDED_S)
     assert not reader.is_alive()
+
+
+def _tick(ticks: list[int], reader: threading.Thread) -> int:
+    assert reader.is_alive(), "the read ended before the store answered"
+    ticks[0] += 1
+    return ticks[0]
 
 
 def _quietly(read: Callable[[int], object], partitions: int) -> None:

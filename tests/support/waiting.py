@@ -7,8 +7,9 @@ A fixed sleep is either too short on a slow CI machine (flaky) or too long every
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -41,16 +42,19 @@ def wait_for(
 
 
 async def wait_for_async(
-    predicate: Callable[[], T],
+    predicate: Callable[[], T] | Callable[[], Awaitable[T]],
     timeout_s: float = DEFAULT_WAIT_TIMEOUT_S,
     interval_s: float = DEFAULT_WAIT_INTERVAL_S,
     message: str = "condition",
 ) -> T:
-    """``wait_for`` on an event loop: polls without blocking the loop it runs on."""
+    """``wait_for`` on an event loop: polls without blocking the loop it runs on. A
+    predicate may be a coroutine function (each poll awaits its result)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     while True:
         value = predicate()
+        if inspect.isawaitable(value):
+            value = await value
         if value:
             return value
         if loop.time() >= deadline:

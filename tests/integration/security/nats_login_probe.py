@@ -11,6 +11,8 @@ import nats
 import nats.errors
 from nats.aio.client import Client as NatsClient
 
+from tests.support.waiting import wait_for_async
+
 ACK_WAIT_S = 2.0
 VIOLATION_WAIT_S = 0.5
 
@@ -33,12 +35,12 @@ class NatsLogin:
         return not await self._violation_seen(before, "publish", subject)
 
     async def _violation_seen(self, before: int, kind: str, subject: str) -> bool:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + VIOLATION_WAIT_S
-        while not _violation(self.errors[before:], kind, subject):
-            if loop.time() > deadline:
-                return False
-            await asyncio.sleep(0.02)
+        try:
+            await wait_for_async(
+                lambda: _violation(self.errors[before:], kind, subject), VIOLATION_WAIT_S
+            )
+        except AssertionError:
+            return False
         return True
 
     async def acked(self, subject: str) -> bool:
@@ -115,15 +117,15 @@ def _violation(errors: list[str], kind: str, subject: str) -> bool:
 
 
 async def poll(check: Callable[[], Awaitable[bool]], timeout_s: float, message: str) -> float:
-    """Seconds until ``check`` holds (AssertionError after ``timeout_s``)."""
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    while True:
+    """Seconds until ``check`` holds (AssertionError after ``timeout_s``); a check failing
+    between a disconnect and the reconnect counts as not yet."""
+
+    async def holds() -> bool:
         try:
-            if await check():
-                return loop.time() - start
+            return await check()
         except (nats.errors.Error, OSError):
-            pass  # between a disconnect and the reconnect: ask again
-        if loop.time() - start > timeout_s:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {message}")
-        await asyncio.sleep(0.05)
+            return False
+
+    start = asyncio.get_running_loop().time()
+    await wait_for_async(holds, timeout_s, message=message)
+    return asyncio.get_running_loop().time() - start
