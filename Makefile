@@ -7,7 +7,9 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST := $(PY) -m pytest
 
-.PHONY: demo test test-slow test-secure fuzz fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake bench-lake-tier bench-cursors bench-memory bench-groups bench-secure bench-smoke lint format clean-venv check-java
+PROTO := ingest/liftbridge/proto/api.proto
+
+.PHONY: proto demo test test-slow test-secure fuzz fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake bench-lake-tier bench-cursors bench-memory bench-groups bench-secure bench-smoke lint format clean-venv check-java
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory check-java
@@ -22,6 +24,11 @@ check-java:
 	@command -v java >/dev/null 2>&1 || { echo "error: Java 17 or newer is required (ZooKeeper and Spark run on it): apt-get install openjdk-17-jre-headless" >&2; exit 1; }
 	@v=$$(java -version 2>&1 | head -1 | sed -E 's/.*version "([0-9]+).*/\1/'); \
 	  if [ "$$v" -lt 17 ] 2>/dev/null; then echo "error: Java 17 or newer is required, found $$v" >&2; exit 1; fi
+
+# The Liftbridge gRPC modules beside $(PROTO), regenerated from it (they are committed, so
+# installing needs no code generator): messages, their type stubs, and the service.
+proto: $(STAMP)
+	$(PY) -m grpc_tools.protoc -I . --python_out=. --pyi_out=. --grpc_python_out=. $(PROTO)
 
 demo: $(STAMP)
 	$(VENV)/bin/liftlog demo

@@ -40,7 +40,7 @@ from liftlog.bench.toolkit.plumbing import data_root, loadavg, write_json
 from liftlog.bench.toolkit.progress import Progress
 from liftlog.bench.toolkit.spread import Spread
 from liftlog.bench.toolkit.table import render_table
-from liftlog.embedded.ports import free_port
+from liftlog.embedded.ports import free_port, free_port_block
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
 
@@ -180,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
             data_dir=Path(root) / "stack",
             nats_port=free_port(),
             zk_port=free_port(),
-            api_port=free_port(),
+            api_port=free_port_block(args.nodes),
+            liftbridge_port=free_port_block(args.nodes),
             jetstream=True,
             nats_monitor_port=free_port(),
             report=progress.say,

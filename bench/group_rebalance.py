@@ -48,7 +48,7 @@ from liftlog.bench.toolkit.plumbing import data_root, loadavg, write_json
 from liftlog.bench.toolkit.progress import Progress
 from liftlog.bench.toolkit.spread import Spread
 from liftlog.bench.toolkit.table import render_table
-from liftlog.embedded.ports import free_port
+from liftlog.embedded.ports import free_port, free_port_block
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
 from spark_log.client.group_admin import describe_group
@@ -266,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
             data_dir=Path(root) / "stack",
             nats_port=free_port(),
             zk_port=free_port(),
-            api_port=free_port(),
+            api_port=free_port_block(3),
+            liftbridge_port=free_port_block(3),
             nats_monitor_port=free_port(),
             report=progress.say,
         )

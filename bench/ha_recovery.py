@@ -222,6 +222,7 @@ def run_once(root: Path, run: int) -> JsonObject:
         nats_port=free_port_block(HA_CLUSTER_SIZE),
         zk_port=free_port_block(HA_CLUSTER_SIZE),
         api_port=free_port_block(HA_CLUSTER_SIZE),
+        liftbridge_port=free_port_block(HA_CLUSTER_SIZE),
         ha=True,
     )
     stack.start()

@@ -335,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
                 nats_port=free_port(),
                 zk_port=free_port(),
                 api_port=free_port(),
+                liftbridge_port=free_port(),
                 node_overrides={
                     "log": {
                         "segment_bytes": SEGMENT_BYTES,

@@ -81,6 +81,7 @@ def measure(overrides: Mapping[str, object], megabytes: int, settle_s: float) ->
             nats_port=free_port(),
             zk_port=free_port(),
             api_port=free_port_block(1),
+            liftbridge_port=free_port_block(1),
             node_overrides=overrides,
         )
         with stack:

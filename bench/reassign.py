@@ -154,6 +154,7 @@ def _stack(root: Path, throttle: int) -> Standalone:
         nats_port=free_port(),
         zk_port=free_port(),
         api_port=free_port_block(NODES),
+        liftbridge_port=free_port_block(NODES),
         nats_monitor_port=free_port(),
         node_overrides={"lake": {"enabled": False}, "reassignment_throttle_bytes_per_s": throttle},
     )

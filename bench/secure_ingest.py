@@ -316,6 +316,7 @@ def two_stacks(root: Path, progress: Progress) -> Iterator[dict[str, Standalone]
             nats_port=free_port(),
             zk_port=free_port(),
             api_port=free_port(),
+            liftbridge_port=free_port(),
             secure=mode == SECURE,
             report=progress.say,
         )

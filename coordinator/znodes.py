@@ -89,6 +89,9 @@ class BrokerInfo:
     api_url: str
     nats_url: str
     started_at_ms: int
+    liftbridge_address: str = ""
+    """``host:port`` of the broker's Liftbridge gRPC API; empty when it serves none (or
+    registered before it could)."""
 
     def to_json(self) -> JsonObject:
         return _versioned(self)

@@ -32,6 +32,7 @@ from coordinator.znodes import BrokerInfo
 from ingest.admin.activity import ActivityPublisher
 from ingest.api.server import ApiServer
 from ingest.clock import SYSTEM_CLOCK, Clock
+from ingest.liftbridge.server import LiftbridgeServer
 from ingest.memory_release import MemoryRelease, use_arrow_pool
 from ingest.metrics import NodeMetrics
 from ingest.nats_connect import intake_settings, nats_connect_options
@@ -126,6 +127,7 @@ class IngestNode:
             self.replicas.publish_check = functools.partial(publish_refusal, self.auth)
         self.activity = ActivityPublisher(self, self.store.activity)
         self.api = ApiServer(self, config.api_host, config.api_port)
+        self.liftbridge = LiftbridgeServer(self, self.api.services)
         self.controller = Controller(
             self.zk,
             config.broker_id,
@@ -183,6 +185,7 @@ class IngestNode:
             await self.nats_logins.start(self._nats())
         await self.activity.start()
         self._reconciler = asyncio.create_task(self._reconcile_loop(), name="reconciler")
+        await self.liftbridge.start()
         self.ready = True
         log.info(
             "node %d ready: api %s, nats %s, zookeeper %s%s",
@@ -197,6 +200,7 @@ class IngestNode:
         if self.ready:
             await self._controlled_shutdown()
         self.ready = False
+        await self.liftbridge.stop()
         await self.activity.stop()
         if self.nats_logins is not None:
             await self.nats_logins.stop()
@@ -308,6 +312,7 @@ class IngestNode:
             api_url=self.config.advertised_api_url,
             nats_url=self.config.advertised_nats_url,
             started_at_ms=self._clock.now_ms(),
+            liftbridge_address=self.config.advertised_liftbridge_address,
         )
 
     # ----------------------------------------------------------------- cluster view

@@ -52,6 +52,7 @@ def run_demo(events: int = 5000, data_dir: str | None = None) -> int:
             nats_port=free_port(),
             zk_port=free_port(),
             api_port=free_port_block(DEMO_NODES),
+            liftbridge_port=free_port_block(DEMO_NODES),
         )
         started = time.monotonic()
         print(

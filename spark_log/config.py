@@ -39,6 +39,8 @@ DEFAULT_RETENTION_CHECK_INTERVAL_MS = 30_000
 
 DEFAULT_API_HOST = "127.0.0.1"
 DEFAULT_API_PORT = 9644
+# Liftbridge's default client port: its clients find a Liftlog node where they found Liftbridge
+DEFAULT_LIFTBRIDGE_PORT = 9292
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 NATS_URL_SCHEMES = ("nats://", "tls://", "ws://", "wss://")
 DEFAULT_ZK_CONNECT = "127.0.0.1:2181"
@@ -178,6 +180,8 @@ class NodeConfig:
     api_port: int = DEFAULT_API_PORT
     # empty: derived from api_host/api_port (see ``advertised_api_url``)
     api_advertised_url: str = ""
+    # Liftbridge's gRPC API (ingest/liftbridge), on api_host; 0 turns it off
+    liftbridge_port: int = DEFAULT_LIFTBRIDGE_PORT
     # one NATS server (the historical key) or ``nats_servers``, never both; neither set
     # means DEFAULT_NATS_URL (see ``nats_server_urls``)
     nats_url: str = ""
@@ -211,6 +215,12 @@ class NodeConfig:
             raise ConfigError("broker_id must be >= 0")
         if not 0 < self.api_port < 65536:
             raise ConfigError(f"api_port {self.api_port} is not a TCP port")
+        if not 0 <= self.liftbridge_port < 65536:
+            raise ConfigError(
+                f"liftbridge_port {self.liftbridge_port} is not a TCP port (0 turns it off)"
+            )
+        if self.liftbridge_port == self.api_port:
+            raise ConfigError(f"liftbridge_port and api_port are both {self.api_port}")
         if not self.zk_root.startswith("/") or self.zk_root.endswith("/"):
             raise ConfigError("zk_root must start with '/' and not end with '/'")
         _positive(self, "zk_session_timeout_s", "replica_lag_time_max_s")
@@ -243,6 +253,14 @@ class NodeConfig:
     def advertised_api_host(self) -> str:
         """The host part of ``advertised_api_url`` (the broker registration's ``host``)."""
         return urlsplit(self.advertised_api_url).hostname or self.api_host
+
+    @property
+    def advertised_liftbridge_address(self) -> str:
+        """``host:port`` of the Liftbridge gRPC API as clients reach it (the advertised API
+        host); empty when ``liftbridge_port`` is 0."""
+        if not self.liftbridge_port:
+            return ""
+        return f"{self.advertised_api_host}:{self.liftbridge_port}"
 
     @property
     def nats_server_urls(self) -> tuple[str, ...]:

@@ -25,11 +25,12 @@ from ingest.api.health_routes import install_health_routes
 from ingest.api.record_routes import install_record_routes
 from ingest.api.stream_routes import install_stream_routes
 from ingest.api.strict_params import refuse_unknown_params
-from ingest.groups.cursors import CursorService
-from ingest.groups.service import GroupService
+from ingest.groups.node_services import ConsumerServices
 
 
-def create_app(node: NodeView) -> FastAPI:
+def create_app(node: NodeView, services: ConsumerServices | None = None) -> FastAPI:
+    """``services``: the node's cursor and group services, shared with its other APIs (made
+    here when not given)."""
     app = FastAPIOffline(  # /docs and /redoc from the package's own Swagger UI files, no CDN
         title="Liftlog",
         version="0.1.0",
@@ -42,8 +43,8 @@ def create_app(node: NodeView) -> FastAPI:
     app.router.route_class = authenticating_route_class(node.auth)
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=node.config.limits.max_request_bytes)
-    cursors = CursorService(node)
-    groups = GroupService(node, cursors)
+    services = services or ConsumerServices.for_node(node)
+    cursors, groups = services.cursors, services.groups
     install_stream_routes(app, node)
     install_record_routes(app, node, cursors)
     install_cluster_routes(app, node)

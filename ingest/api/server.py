@@ -13,6 +13,7 @@ import uvicorn
 
 from ingest.api.app import close_app, create_app
 from ingest.api.tls_extension import HttpToolsTlsProtocol
+from ingest.groups.node_services import ConsumerServices
 from spark_log.tls_config import ApiTlsConfig
 
 if TYPE_CHECKING:
@@ -62,7 +63,8 @@ def tls_options(tls: ApiTlsConfig) -> UvicornTlsOptions:
 
 class ApiServer:
     def __init__(self, node: NodeView, host: str, port: int) -> None:
-        self._app = create_app(node)
+        self.services = ConsumerServices.for_node(node)
+        self._app = create_app(node, self.services)
         config = uvicorn.Config(
             self._app,
             host=host,

@@ -8,12 +8,14 @@ from liftlog.cli.common import Subcommands
 from liftlog.embedded.port_check import (
     PORT_NATS,
     PORT_NODE_API,
+    PORT_NODE_LIFTBRIDGE,
     PORT_ZOOKEEPER,
     PortInUseError,
 )
 from liftlog.embedded.standalone_defaults import (
     DEFAULT_STANDALONE_API_PORT,
     DEFAULT_STANDALONE_DATA_DIR,
+    DEFAULT_STANDALONE_LIFTBRIDGE_PORT,
     DEFAULT_STANDALONE_NATS_PORT,
     DEFAULT_STANDALONE_NODES,
     DEFAULT_STANDALONE_ZK_PORT,
@@ -30,6 +32,7 @@ PORT_FLAGS = {
     PORT_NATS: "--nats-port",
     PORT_ZOOKEEPER: "--zk-port",
     PORT_NODE_API: "--api-port",
+    PORT_NODE_LIFTBRIDGE: "--liftbridge-port",
 }
 
 
@@ -89,6 +92,13 @@ def add_standalone_parser(sub: Subcommands) -> None:
         f"(default: {DEFAULT_STANDALONE_API_PORT})",
     )
     p.add_argument(
+        "--liftbridge-port",
+        type=int,
+        default=DEFAULT_STANDALONE_LIFTBRIDGE_PORT,
+        help=f"the first node's Liftbridge gRPC port (docs/liftbridge.md); node i uses this + "
+        f"i - 1, 0 serves none (default: {DEFAULT_STANDALONE_LIFTBRIDGE_PORT})",
+    )
+    p.add_argument(
         "--config",
         metavar="FILE",
         help="node settings (TOML) applied to every node; no per-node identity keys "
@@ -128,6 +138,7 @@ def _run_standalone(args: argparse.Namespace) -> int:
         nats_port=args.nats_port,
         zk_port=args.zk_port,
         api_port=args.api_port,
+        liftbridge_port=args.liftbridge_port,
         node_overrides=settings,
         report=_say,
         lake=args.lake,

@@ -23,6 +23,7 @@ LAUNCHER_OWNED_KEYS: dict[str, str] = {
     "data_dir": "use --data-dir (node i keeps its log in <data-dir>/node-<i>)",
     "api_host": "the stack listens on 127.0.0.1",
     "api_port": "use --api-port (the first node's; the others follow)",
+    "liftbridge_port": "use --liftbridge-port (the first node's; the others follow)",
     "nats_url": "use --nats-port",
     "nats_servers": "use --nats-port (with --ha, node i lists server i first)",
     "nats_advertised_url": "the stack advertises the NATS server each node is attached to",

@@ -27,11 +27,13 @@ PORT_NATS = "nats"
 PORT_NATS_MONITOR = "nats_monitor"
 PORT_ZOOKEEPER = "zookeeper"
 PORT_NODE_API = "node_api"
+PORT_NODE_LIFTBRIDGE = "node_liftbridge"
 
 __all__ = [
     "PORT_NATS",
     "PORT_NATS_MONITOR",
     "PORT_NODE_API",
+    "PORT_NODE_LIFTBRIDGE",
     "PORT_ZOOKEEPER",
     "PlannedPort",
     "PortInUseError",

@@ -43,6 +43,7 @@ from liftlog.embedded.port_check import (
     PORT_NATS,
     PORT_NATS_MONITOR,
     PORT_NODE_API,
+    PORT_NODE_LIFTBRIDGE,
     PORT_ZOOKEEPER,
     PlannedPort,
     PortInUseError,
@@ -56,6 +57,7 @@ from liftlog.embedded.seaweedfs import SeaweedFsServer
 from liftlog.embedded.standalone_defaults import (
     DEFAULT_STANDALONE_API_PORT,
     DEFAULT_STANDALONE_DATA_DIR,
+    DEFAULT_STANDALONE_LIFTBRIDGE_PORT,
     DEFAULT_STANDALONE_NATS_PORT,
     DEFAULT_STANDALONE_NODES,
     DEFAULT_STANDALONE_ZK_PORT,
@@ -102,6 +104,7 @@ class Standalone(StartStop):
         lake: str = LAKE_LOCAL,
         ha: bool = False,
         secure: bool = False,
+        liftbridge_port: int = DEFAULT_STANDALONE_LIFTBRIDGE_PORT,
     ) -> None:
         if nodes < 0:
             raise InvalidRequestError(f"nodes must be >= 0, got {nodes}")
@@ -112,6 +115,10 @@ class Standalone(StartStop):
         reserve_ports(range(nats_port, nats_port + HA_CLUSTER_SIZE))
         reserve_ports(range(zk_port, zk_port + HA_CLUSTER_SIZE))
         reserve_ports(range(api_port, api_port + max(nodes, 1)))
+        if liftbridge_port:
+            reserve_ports(range(liftbridge_port, liftbridge_port + max(nodes, 1)))
+        # the first node's Liftbridge gRPC port; node i uses this + i - 1 (0: none)
+        self.liftbridge_port = liftbridge_port
         # absolute: the node config files must not depend on the directory a node starts in
         self.data_dir = Path(os.path.abspath(data_dir))
         self.host = host
@@ -197,6 +204,7 @@ class Standalone(StartStop):
             data_dir=str(self.data_dir / f"node-{broker_id}"),
             api_host=host,
             api_port=api_port,
+            liftbridge_port=self.liftbridge_port + broker_id - 1 if self.liftbridge_port else 0,
             **self._nats_and_zookeeper(broker_id),
             lake=self._lake_config(),  # shared by every node
             **self._security_settings(broker_id),
@@ -255,6 +263,7 @@ class Standalone(StartStop):
             nats_port=free_port(),
             zk_port=free_port(),
             api_port=free_port_block(max(nodes, 1)),
+            liftbridge_port=free_port_block(max(nodes, 1)),
         )
         stack._owned_dir = owned
         return stack
@@ -279,6 +288,11 @@ class Standalone(StartStop):
         planned += [
             PlannedPort(n.config.api_port, PORT_NODE_API, f"node {n.broker_id} API")
             for n in self.nodes
+        ]
+        planned += [
+            PlannedPort(n.config.liftbridge_port, PORT_NODE_LIFTBRIDGE, f"node {n.broker_id} gRPC")
+            for n in self.nodes
+            if n.config.liftbridge_port
         ]
         return planned
 
@@ -360,6 +374,11 @@ class Standalone(StartStop):
             found.append(("s3", self.seaweedfs.endpoint_url))
             found.append(("lake", self.nodes[0].config.lake.uri if self.nodes else ""))
         found += [(f"node-{n.broker_id} api", n.api_url) for n in self.nodes]
+        found += [
+            (f"node-{n.broker_id} grpc", n.config.advertised_liftbridge_address)
+            for n in self.nodes
+            if n.config.liftbridge_port
+        ]
         return found
 
     def credential_lines(self) -> list[tuple[str, str]]:

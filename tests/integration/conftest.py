@@ -94,6 +94,7 @@ def _node_factory(
             broker_id=broker_id,
             data_dir=str(root / f"node-{broker_id}"),
             api_port=free_port(),
+            liftbridge_port=free_port(),
             nats_url=nats_server.url,
             zk_connect=zookeeper.connect_string,
             zk_root=zk_root,

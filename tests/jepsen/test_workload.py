@@ -42,6 +42,7 @@ def stack(temp_dir: Path) -> Iterator[Standalone]:
         nats_port=free_port(),
         zk_port=free_port(),
         api_port=free_port_block(NODES),
+        liftbridge_port=free_port_block(NODES),
     )
     stack.start()
     try:

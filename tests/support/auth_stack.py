@@ -134,6 +134,7 @@ def start_secure_cluster(nodes: int = 1) -> Iterator[AuthCluster]:
             nats_port=free_port(),
             zk_port=free_port(),
             api_port=free_port_block(nodes),
+            liftbridge_port=free_port_block(nodes),
             secure=True,
         )
         with stack:

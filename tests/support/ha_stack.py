@@ -28,6 +28,7 @@ def start_ha_stack(data_dir: Path, node_overrides: dict[str, Any] | None = None)
         nats_port=free_port_block(HA_SIZE),
         zk_port=free_port_block(HA_SIZE),
         api_port=free_port_block(HA_SIZE),
+        liftbridge_port=free_port_block(HA_SIZE),
         node_overrides=node_overrides,
         ha=True,
     )

@@ -63,6 +63,7 @@ def bench_stack(root: Path, progress: Progress, lineup: Lineup) -> Iterator[Benc
         nats_port=free_port(),
         zk_port=free_port(),
         api_port=free_port_block(nodes),
+        liftbridge_port=free_port_block(nodes),
         jetstream=lineup.peers.stack_jetstream,
     )
     what = "one Liftlog node" if nodes == 1 else f"{nodes} Liftlog nodes"

@@ -71,6 +71,7 @@ def one_node_stack(data_dir: Path) -> Iterator[str]:
         nats_port=free_port(),
         zk_port=free_port(),
         api_port=free_port(),
+        liftbridge_port=free_port(),
         node_overrides={"lake": MANUAL_EXPORT},
     )
     print("starting NATS, ZooKeeper and one node ...", flush=True)

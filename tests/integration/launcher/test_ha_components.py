@@ -104,6 +104,7 @@ def _node_config(root: Path, zk_connect: str, **settings: Any) -> NodeConfig:
         broker_id=1,
         data_dir=str(root / "node-1"),
         api_port=free_port(),
+        liftbridge_port=free_port(),
         zk_connect=zk_connect,
         zk_root=f"/liftlog-{uuid.uuid4().hex[:12]}",
         zk_session_timeout_s=ZK_SESSION_TIMEOUT_S,

@@ -87,6 +87,7 @@ class JepsenCluster:
             nats_port=free_port_block(CLUSTER_SIZE),
             zk_port=free_port_block(CLUSTER_SIZE),
             api_port=free_port_block(CLUSTER_SIZE),
+            liftbridge_port=free_port_block(CLUSTER_SIZE),
             node_overrides=overrides,
             ha=True,
         )

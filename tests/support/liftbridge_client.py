@@ -1,0 +1,77 @@
+"""A client of a node's Liftbridge gRPC API, generated from our own ``api.proto``.
+
+On the secured stack it trusts the stack's CA and sends the admin token from the environment
+(``stack_environment``), as ``node_client`` does for REST.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import grpc
+
+from ingest.liftbridge.proto import api_pb2_grpc
+from spark_log.client.credentials import ClientCredentials
+
+
+def channel_credentials(credentials: ClientCredentials) -> grpc.ChannelCredentials | None:
+    """TLS trusting ``ca_file`` (with the client certificate for mTLS), None: plaintext."""
+    if not credentials.ca_file:
+        return None
+    cert = Path(credentials.cert_file).read_bytes() if credentials.cert_file else None
+    key = Path(credentials.key_file).read_bytes() if credentials.key_file else None
+    return grpc.ssl_channel_credentials(
+        Path(credentials.ca_file).read_bytes(), private_key=key, certificate_chain=cert
+    )
+
+
+def token_metadata(credentials: ClientCredentials) -> tuple[tuple[str, str], ...]:
+    """The ``authorization`` metadata a call carries (none without a token)."""
+    if not credentials.token:
+        return ()
+    return (("authorization", f"Bearer {credentials.token}"),)
+
+
+@asynccontextmanager
+async def liftbridge_stub(
+    address: str, credentials: ClientCredentials | None = None
+) -> AsyncIterator[api_pb2_grpc.APIStub]:
+    """An ``APIStub`` on ``address`` (host:port); every call carries the token metadata."""
+    creds = credentials if credentials is not None else ClientCredentials.resolve()
+    tls = channel_credentials(creds)
+    metadata = token_metadata(creds)
+    interceptors = [_MetadataInterceptor(metadata)] if metadata else []
+    if tls is None:
+        channel = grpc.aio.insecure_channel(address, interceptors=interceptors)
+    else:
+        channel = grpc.aio.secure_channel(address, tls, interceptors=interceptors)
+    try:
+        yield api_pb2_grpc.APIStub(channel)
+    finally:
+        await channel.close()
+
+
+class _MetadataInterceptor(
+    grpc.aio.UnaryUnaryClientInterceptor,
+    grpc.aio.UnaryStreamClientInterceptor,
+    grpc.aio.StreamStreamClientInterceptor,
+):
+    """Adds the token metadata to every call (unary, server streaming, bidirectional)."""
+
+    def __init__(self, metadata: tuple[tuple[str, str], ...]) -> None:
+        self._metadata = metadata
+
+    def _with_metadata(self, details):  # type: ignore[no-untyped-def]
+        metadata = list(details.metadata or ()) + list(self._metadata)
+        return details._replace(metadata=metadata)
+
+    async def intercept_unary_unary(self, continuation, details, request):  # type: ignore[no-untyped-def]
+        return await continuation(self._with_metadata(details), request)
+
+    async def intercept_unary_stream(self, continuation, details, request):  # type: ignore[no-untyped-def]
+        return await continuation(self._with_metadata(details), request)
+
+    async def intercept_stream_stream(self, continuation, details, request_iterator):  # type: ignore[no-untyped-def]
+        return await continuation(self._with_metadata(details), request_iterator)
