@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST := $(PY) -m pytest
 
-PROTO := ingest/liftbridge/proto/api.proto
+PROTO := spark_log/liftbridge/api.proto
 
 .PHONY: proto demo test test-slow test-secure fuzz fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake bench-lake-tier bench-cursors bench-memory bench-groups bench-secure bench-smoke lint format clean-venv check-java
 

@@ -202,6 +202,18 @@ class StreamSettings(StreamSubject):
     )
     """Liftbridge's ``autoPauseDisableIfSubscribers``: a consumer fetch waiting or made within
     ``auto_pause_ms`` keeps the partition from pausing."""
+    optimistic_concurrency_control: bool = field(
+        default=False,
+        metadata=SpecField(
+            description="Liftbridge's optimistic concurrency control: a Liftbridge publish's "
+            "expectedOffset (not -1) must be the offset the record gets",
+            alter_description="immutable",
+            immutable="publishers rely on it for their writes' order",
+        ).as_metadata(),
+    )
+    """Liftbridge's ``optimisticConcurrencyControl``: a publish through the Liftbridge API
+    or envelope whose ``expectedOffset`` is not -1 is stored only at that offset, and acks
+    ``none`` are refused. A NATS ``Liftlog-Expected-Offset`` is checked on every stream."""
     internal: bool = field(
         default=False,
         metadata=SpecField(

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ingest.liftbridge.calls import RpcCall
-from ingest.liftbridge.proto import api_pb2 as pb
 from spark_log.errors import InvalidRequestError
+from spark_log.liftbridge import api_pb2 as pb
 
 
 async def join_group(
@@ -29,3 +29,11 @@ async def report_coordinator(
     call: RpcCall, request: pb.ReportConsumerGroupCoordinatorRequest
 ) -> pb.ReportConsumerGroupCoordinatorResponse:
     raise InvalidRequestError("report_coordinator is not served yet")
+
+
+async def check_member_assignment(
+    call: RpcCall, consumer: pb.Consumer, stream: str, partition: int
+) -> None:
+    """Refuse (FAILED_PRECONDITION) a group member's subscription to a partition the group
+    did not assign it in ``consumer.groupEpoch``."""
+    raise InvalidRequestError("consumer group subscriptions are not served yet")

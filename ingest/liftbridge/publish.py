@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from ingest.liftbridge.calls import RpcCall
-from ingest.liftbridge.proto import api_pb2 as pb
 from spark_log.errors import InvalidRequestError
+from spark_log.liftbridge import api_pb2 as pb
 
 
 async def publish(call: RpcCall, request: pb.PublishRequest) -> pb.PublishResponse:

@@ -13,8 +13,8 @@ import grpc
 
 from ingest.admin.node_view import NodeView
 from ingest.groups.node_services import ConsumerServices
-from ingest.liftbridge.proto import api_pb2_grpc
 from ingest.liftbridge.servicer import LiftbridgeApi
+from spark_log.liftbridge import api_pb2_grpc
 from spark_log.tls_config import ApiTlsConfig
 
 log = logging.getLogger("liftlog.liftbridge")

@@ -18,10 +18,10 @@ from ingest.admin.node_view import NodeView
 from ingest.groups.node_services import ConsumerServices
 from ingest.liftbridge import cursors, groups, metadata, publish, streams, subscribe
 from ingest.liftbridge.calls import RpcCall, open_call
-from ingest.liftbridge.proto import api_pb2 as pb
-from ingest.liftbridge.proto import api_pb2_grpc
 from ingest.liftbridge.status import grpc_code, status_details
 from spark_log.errors import LiftlogError
+from spark_log.liftbridge import api_pb2 as pb
+from spark_log.liftbridge import api_pb2_grpc
 
 log = logging.getLogger("liftlog.liftbridge")
 

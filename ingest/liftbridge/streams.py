@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ingest.liftbridge.calls import RpcCall
-from ingest.liftbridge.proto import api_pb2 as pb
 from spark_log.errors import InvalidRequestError
+from spark_log.liftbridge import api_pb2 as pb
 
 
 async def create_stream(call: RpcCall, request: pb.CreateStreamRequest) -> pb.CreateStreamResponse:

@@ -148,6 +148,12 @@ def _create_parser(ssub: Subcommands) -> argparse.ArgumentParser:
         help="a waiting or recent consumer fetch keeps a partition from pausing (default: off)",
     )
     create.add_argument(
+        "--optimistic-concurrency-control",
+        action="store_true",
+        help="a Liftbridge publish's expectedOffset (not -1) must be the offset the record "
+        "gets (default: off)",
+    )
+    create.add_argument(
         "--encryption",
         action="store_true",
         help="encrypt values at rest (needs a master key on every node; default: off)",

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import grpc
 
-from ingest.liftbridge.proto import api_pb2_grpc
 from spark_log.client.credentials import ClientCredentials
+from spark_log.liftbridge import api_pb2_grpc
 
 
 def channel_credentials(credentials: ClientCredentials) -> grpc.ChannelCredentials | None:

@@ -18,6 +18,8 @@ from tests.support.imports import ROOT, UNRESOLVABLE, imports
 # NATS, the Delta lake and encryption at rest (cryptography's AES-GCM). Everything above the
 # core may use what the core may use.
 CORE_THIRD_PARTY = frozenset({"pyarrow", "numpy", "crc32c", "nats", "deltalake", "cryptography"})
+# Liftbridge's wire contract (spark_log.liftbridge): protobuf messages and the gRPC service
+CORE_THIRD_PARTY |= {"google", "grpc"}
 
 ALLOWED: dict[str, frozenset[str]] = {
     "spark_log": CORE_THIRD_PARTY | {"spark_log"},

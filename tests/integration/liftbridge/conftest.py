@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from ingest.liftbridge.proto import api_pb2_grpc
 from liftlog.embedded.node import NodeProcess
+from spark_log.liftbridge import api_pb2_grpc
 from tests.support.liftbridge_client import liftbridge_stub
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from ingest.liftbridge.proto import api_pb2 as pb
-from ingest.liftbridge.proto import api_pb2_grpc
+from spark_log.liftbridge import api_pb2 as pb
+from spark_log.liftbridge import api_pb2_grpc
 
 
 async def test_every_node_answers_on_its_liftbridge_port(lb: api_pb2_grpc.APIStub) -> None:

@@ -28,6 +28,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("ingest.admin",),
     ("ingest.groups",),
     ("ingest.api",),
+    ("ingest.liftbridge",),
     ("ingest", "ingest.__main__", "ingest.node", "ingest.nats_connect"),
 )
 

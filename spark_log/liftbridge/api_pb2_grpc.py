@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from ingest.liftbridge.proto import api_pb2 as ingest_dot_liftbridge_dot_proto_dot_api__pb2
+from spark_log.liftbridge import api_pb2 as spark__log_dot_liftbridge_dot_api__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in ingest/liftbridge/proto/api_pb2_grpc.py depends on'
+        + ' but the generated code in spark_log/liftbridge/api_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,83 +36,83 @@ class APIStub:
         """
         self.CreateStream = channel.unary_unary(
                 '/proto.API/CreateStream',
-                request_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.CreateStreamRequest.SerializeToString,
-                response_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.CreateStreamResponse.FromString,
+                request_serializer=spark__log_dot_liftbridge_dot_api__pb2.CreateStreamRequest.SerializeToString,
+                response_deserializer=spark__log_dot_liftbridge_dot_api__pb2.CreateStreamResponse.FromString,
                 _registered_method=True)
         self.DeleteStream = channel.unary_unary(
                 '/proto.API/DeleteStream',
-                request_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.DeleteStreamRequest.SerializeToString,
-                response_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.DeleteStreamResponse.FromString,
+                request_serializer=spark__log_dot_liftbridge_dot_api__pb2.DeleteStreamRequest.SerializeToString,
+                response_deserializer=spark__log_dot_liftbridge_dot_api__pb2.DeleteStreamResponse.FromString,
                 _registered_method=True)
         self.PauseStream = channel.unary_unary(
                 '/proto.API/PauseStream',
-                request_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.PauseStreamRequest.SerializeToString,
-                response_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.PauseStreamResponse.FromString,
+                request_serializer=spark__log_dot_liftbridge_dot_api__pb2.PauseStreamRequest.SerializeToString,
+                response_deserializer=spark__log_dot_liftbridge_dot_api__pb2.PauseStreamResponse.FromString,
                 _registered_method=True)
         self.SetStreamReadonly = channel.unary_unary(
                 '/proto.API/SetStreamReadonly',
-                request_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.SetStreamReadonlyRequest.SerializeToString,
-                response_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.SetStreamReadonlyResponse.FromString,
+                request_serializer=spark__log_dot_liftbridge_dot_api__pb2.SetStreamReadonlyRequest.SerializeToString,
+                response_deserializer=spark__log_dot_liftbridge_dot_api__pb2.SetStreamReadonlyResponse.FromString,
                 _registered_method=True)
         self.Subscribe = channel.unary_stream(
                 '/proto.API/Subscribe',
-                request_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.SubscribeRequest.SerializeToString,
-                response_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.Message.FromString,
+                request_serializer=spark__log_dot_liftbridge_dot_api__pb2.SubscribeRequest.SerializeToString,
+                response_deserializer=spark__log_dot_liftbridge_dot_api__pb2.Message.FromString,
                 _registered_method=True)
         self.FetchMetadata = channel.unary_unary(
                 '/proto.API/FetchMetadata',
-                request_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchMetadataRequest.SerializeToString,
-                response_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchMetadataResponse.FromString,
+                request_serializer=spark__log_dot_liftbridge_dot_api__pb2.FetchMetadataRequest.SerializeToString,
+                response_deserializer=spark__log_dot_liftbridge_dot_api__pb2.FetchMetadataResponse.FromString,
                 _registered_method=True)
         self.FetchPartitionMetadata = channel.unary_unary(
                 '/proto.API/FetchPartitionMetadata',
-                request_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchPartitionMetadataRequest.SerializeToString,
-                response_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchPartitionMetadataResponse.FromString,
+                request_serializer=spark__log_dot_liftbridge_dot_api__pb2.FetchPartitionMetadataRequest.SerializeToString,
+                response_deserializer=spark__log_dot_liftbridge_dot_api__pb2.FetchPartitionMetadataResponse.FromString,
                 _registered_method=True)
         self.Publish = channel.unary_unary(
                 '/proto.API/Publish',
-                request_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.PublishRequest.SerializeToString,
-                response_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.PublishResponse.FromString,
+                request_serializer=spark__log_dot_liftbridge_dot_api__pb2.PublishRequest.SerializeToString,
+                response_deserializer=spark__log_dot_liftbridge_dot_api__pb2.PublishResponse.FromString,
                 _registered_method=True)
         self.PublishAsync = channel.stream_stream(
                 '/proto.API/PublishAsync',
-                request_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.PublishRequest.SerializeToString,
-                response_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.PublishResponse.FromString,
+                request_serializer=spark__log_dot_liftbridge_dot_api__pb2.PublishRequest.SerializeToString,
+                response_deserializer=spark__log_dot_liftbridge_dot_api__pb2.PublishResponse.FromString,
                 _registered_method=True)
         self.PublishToSubject = channel.unary_unary(
                 '/proto.API/PublishToSubject',
-                request_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.PublishToSubjectRequest.SerializeToString,
-                response_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.PublishToSubjectResponse.FromString,
+                request_serializer=spark__log_dot_liftbridge_dot_api__pb2.PublishToSubjectRequest.SerializeToString,
+                response_deserializer=spark__log_dot_liftbridge_dot_api__pb2.PublishToSubjectResponse.FromString,
                 _registered_method=True)
         self.SetCursor = channel.unary_unary(
                 '/proto.API/SetCursor',
-                request_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.SetCursorRequest.SerializeToString,
-                response_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.SetCursorResponse.FromString,
+                request_serializer=spark__log_dot_liftbridge_dot_api__pb2.SetCursorRequest.SerializeToString,
+                response_deserializer=spark__log_dot_liftbridge_dot_api__pb2.SetCursorResponse.FromString,
                 _registered_method=True)
         self.FetchCursor = channel.unary_unary(
                 '/proto.API/FetchCursor',
-                request_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchCursorRequest.SerializeToString,
-                response_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchCursorResponse.FromString,
+                request_serializer=spark__log_dot_liftbridge_dot_api__pb2.FetchCursorRequest.SerializeToString,
+                response_deserializer=spark__log_dot_liftbridge_dot_api__pb2.FetchCursorResponse.FromString,
                 _registered_method=True)
         self.JoinConsumerGroup = channel.unary_unary(
                 '/proto.API/JoinConsumerGroup',
-                request_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.JoinConsumerGroupRequest.SerializeToString,
-                response_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.JoinConsumerGroupResponse.FromString,
+                request_serializer=spark__log_dot_liftbridge_dot_api__pb2.JoinConsumerGroupRequest.SerializeToString,
+                response_deserializer=spark__log_dot_liftbridge_dot_api__pb2.JoinConsumerGroupResponse.FromString,
                 _registered_method=True)
         self.LeaveConsumerGroup = channel.unary_unary(
                 '/proto.API/LeaveConsumerGroup',
-                request_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.LeaveConsumerGroupRequest.SerializeToString,
-                response_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.LeaveConsumerGroupResponse.FromString,
+                request_serializer=spark__log_dot_liftbridge_dot_api__pb2.LeaveConsumerGroupRequest.SerializeToString,
+                response_deserializer=spark__log_dot_liftbridge_dot_api__pb2.LeaveConsumerGroupResponse.FromString,
                 _registered_method=True)
         self.FetchConsumerGroupAssignments = channel.unary_unary(
                 '/proto.API/FetchConsumerGroupAssignments',
-                request_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchConsumerGroupAssignmentsRequest.SerializeToString,
-                response_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchConsumerGroupAssignmentsResponse.FromString,
+                request_serializer=spark__log_dot_liftbridge_dot_api__pb2.FetchConsumerGroupAssignmentsRequest.SerializeToString,
+                response_deserializer=spark__log_dot_liftbridge_dot_api__pb2.FetchConsumerGroupAssignmentsResponse.FromString,
                 _registered_method=True)
         self.ReportConsumerGroupCoordinator = channel.unary_unary(
                 '/proto.API/ReportConsumerGroupCoordinator',
-                request_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.ReportConsumerGroupCoordinatorRequest.SerializeToString,
-                response_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.ReportConsumerGroupCoordinatorResponse.FromString,
+                request_serializer=spark__log_dot_liftbridge_dot_api__pb2.ReportConsumerGroupCoordinatorRequest.SerializeToString,
+                response_deserializer=spark__log_dot_liftbridge_dot_api__pb2.ReportConsumerGroupCoordinatorResponse.FromString,
                 _registered_method=True)
 
 
@@ -220,83 +220,83 @@ def add_APIServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'CreateStream': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateStream,
-                    request_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.CreateStreamRequest.FromString,
-                    response_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.CreateStreamResponse.SerializeToString,
+                    request_deserializer=spark__log_dot_liftbridge_dot_api__pb2.CreateStreamRequest.FromString,
+                    response_serializer=spark__log_dot_liftbridge_dot_api__pb2.CreateStreamResponse.SerializeToString,
             ),
             'DeleteStream': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteStream,
-                    request_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.DeleteStreamRequest.FromString,
-                    response_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.DeleteStreamResponse.SerializeToString,
+                    request_deserializer=spark__log_dot_liftbridge_dot_api__pb2.DeleteStreamRequest.FromString,
+                    response_serializer=spark__log_dot_liftbridge_dot_api__pb2.DeleteStreamResponse.SerializeToString,
             ),
             'PauseStream': grpc.unary_unary_rpc_method_handler(
                     servicer.PauseStream,
-                    request_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.PauseStreamRequest.FromString,
-                    response_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.PauseStreamResponse.SerializeToString,
+                    request_deserializer=spark__log_dot_liftbridge_dot_api__pb2.PauseStreamRequest.FromString,
+                    response_serializer=spark__log_dot_liftbridge_dot_api__pb2.PauseStreamResponse.SerializeToString,
             ),
             'SetStreamReadonly': grpc.unary_unary_rpc_method_handler(
                     servicer.SetStreamReadonly,
-                    request_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.SetStreamReadonlyRequest.FromString,
-                    response_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.SetStreamReadonlyResponse.SerializeToString,
+                    request_deserializer=spark__log_dot_liftbridge_dot_api__pb2.SetStreamReadonlyRequest.FromString,
+                    response_serializer=spark__log_dot_liftbridge_dot_api__pb2.SetStreamReadonlyResponse.SerializeToString,
             ),
             'Subscribe': grpc.unary_stream_rpc_method_handler(
                     servicer.Subscribe,
-                    request_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.SubscribeRequest.FromString,
-                    response_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.Message.SerializeToString,
+                    request_deserializer=spark__log_dot_liftbridge_dot_api__pb2.SubscribeRequest.FromString,
+                    response_serializer=spark__log_dot_liftbridge_dot_api__pb2.Message.SerializeToString,
             ),
             'FetchMetadata': grpc.unary_unary_rpc_method_handler(
                     servicer.FetchMetadata,
-                    request_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchMetadataRequest.FromString,
-                    response_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchMetadataResponse.SerializeToString,
+                    request_deserializer=spark__log_dot_liftbridge_dot_api__pb2.FetchMetadataRequest.FromString,
+                    response_serializer=spark__log_dot_liftbridge_dot_api__pb2.FetchMetadataResponse.SerializeToString,
             ),
             'FetchPartitionMetadata': grpc.unary_unary_rpc_method_handler(
                     servicer.FetchPartitionMetadata,
-                    request_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchPartitionMetadataRequest.FromString,
-                    response_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchPartitionMetadataResponse.SerializeToString,
+                    request_deserializer=spark__log_dot_liftbridge_dot_api__pb2.FetchPartitionMetadataRequest.FromString,
+                    response_serializer=spark__log_dot_liftbridge_dot_api__pb2.FetchPartitionMetadataResponse.SerializeToString,
             ),
             'Publish': grpc.unary_unary_rpc_method_handler(
                     servicer.Publish,
-                    request_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.PublishRequest.FromString,
-                    response_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.PublishResponse.SerializeToString,
+                    request_deserializer=spark__log_dot_liftbridge_dot_api__pb2.PublishRequest.FromString,
+                    response_serializer=spark__log_dot_liftbridge_dot_api__pb2.PublishResponse.SerializeToString,
             ),
             'PublishAsync': grpc.stream_stream_rpc_method_handler(
                     servicer.PublishAsync,
-                    request_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.PublishRequest.FromString,
-                    response_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.PublishResponse.SerializeToString,
+                    request_deserializer=spark__log_dot_liftbridge_dot_api__pb2.PublishRequest.FromString,
+                    response_serializer=spark__log_dot_liftbridge_dot_api__pb2.PublishResponse.SerializeToString,
             ),
             'PublishToSubject': grpc.unary_unary_rpc_method_handler(
                     servicer.PublishToSubject,
-                    request_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.PublishToSubjectRequest.FromString,
-                    response_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.PublishToSubjectResponse.SerializeToString,
+                    request_deserializer=spark__log_dot_liftbridge_dot_api__pb2.PublishToSubjectRequest.FromString,
+                    response_serializer=spark__log_dot_liftbridge_dot_api__pb2.PublishToSubjectResponse.SerializeToString,
             ),
             'SetCursor': grpc.unary_unary_rpc_method_handler(
                     servicer.SetCursor,
-                    request_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.SetCursorRequest.FromString,
-                    response_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.SetCursorResponse.SerializeToString,
+                    request_deserializer=spark__log_dot_liftbridge_dot_api__pb2.SetCursorRequest.FromString,
+                    response_serializer=spark__log_dot_liftbridge_dot_api__pb2.SetCursorResponse.SerializeToString,
             ),
             'FetchCursor': grpc.unary_unary_rpc_method_handler(
                     servicer.FetchCursor,
-                    request_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchCursorRequest.FromString,
-                    response_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchCursorResponse.SerializeToString,
+                    request_deserializer=spark__log_dot_liftbridge_dot_api__pb2.FetchCursorRequest.FromString,
+                    response_serializer=spark__log_dot_liftbridge_dot_api__pb2.FetchCursorResponse.SerializeToString,
             ),
             'JoinConsumerGroup': grpc.unary_unary_rpc_method_handler(
                     servicer.JoinConsumerGroup,
-                    request_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.JoinConsumerGroupRequest.FromString,
-                    response_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.JoinConsumerGroupResponse.SerializeToString,
+                    request_deserializer=spark__log_dot_liftbridge_dot_api__pb2.JoinConsumerGroupRequest.FromString,
+                    response_serializer=spark__log_dot_liftbridge_dot_api__pb2.JoinConsumerGroupResponse.SerializeToString,
             ),
             'LeaveConsumerGroup': grpc.unary_unary_rpc_method_handler(
                     servicer.LeaveConsumerGroup,
-                    request_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.LeaveConsumerGroupRequest.FromString,
-                    response_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.LeaveConsumerGroupResponse.SerializeToString,
+                    request_deserializer=spark__log_dot_liftbridge_dot_api__pb2.LeaveConsumerGroupRequest.FromString,
+                    response_serializer=spark__log_dot_liftbridge_dot_api__pb2.LeaveConsumerGroupResponse.SerializeToString,
             ),
             'FetchConsumerGroupAssignments': grpc.unary_unary_rpc_method_handler(
                     servicer.FetchConsumerGroupAssignments,
-                    request_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchConsumerGroupAssignmentsRequest.FromString,
-                    response_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchConsumerGroupAssignmentsResponse.SerializeToString,
+                    request_deserializer=spark__log_dot_liftbridge_dot_api__pb2.FetchConsumerGroupAssignmentsRequest.FromString,
+                    response_serializer=spark__log_dot_liftbridge_dot_api__pb2.FetchConsumerGroupAssignmentsResponse.SerializeToString,
             ),
             'ReportConsumerGroupCoordinator': grpc.unary_unary_rpc_method_handler(
                     servicer.ReportConsumerGroupCoordinator,
-                    request_deserializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.ReportConsumerGroupCoordinatorRequest.FromString,
-                    response_serializer=ingest_dot_liftbridge_dot_proto_dot_api__pb2.ReportConsumerGroupCoordinatorResponse.SerializeToString,
+                    request_deserializer=spark__log_dot_liftbridge_dot_api__pb2.ReportConsumerGroupCoordinatorRequest.FromString,
+                    response_serializer=spark__log_dot_liftbridge_dot_api__pb2.ReportConsumerGroupCoordinatorResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -324,8 +324,8 @@ class API:
             request,
             target,
             '/proto.API/CreateStream',
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.CreateStreamRequest.SerializeToString,
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.CreateStreamResponse.FromString,
+            spark__log_dot_liftbridge_dot_api__pb2.CreateStreamRequest.SerializeToString,
+            spark__log_dot_liftbridge_dot_api__pb2.CreateStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -351,8 +351,8 @@ class API:
             request,
             target,
             '/proto.API/DeleteStream',
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.DeleteStreamRequest.SerializeToString,
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.DeleteStreamResponse.FromString,
+            spark__log_dot_liftbridge_dot_api__pb2.DeleteStreamRequest.SerializeToString,
+            spark__log_dot_liftbridge_dot_api__pb2.DeleteStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -378,8 +378,8 @@ class API:
             request,
             target,
             '/proto.API/PauseStream',
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.PauseStreamRequest.SerializeToString,
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.PauseStreamResponse.FromString,
+            spark__log_dot_liftbridge_dot_api__pb2.PauseStreamRequest.SerializeToString,
+            spark__log_dot_liftbridge_dot_api__pb2.PauseStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -405,8 +405,8 @@ class API:
             request,
             target,
             '/proto.API/SetStreamReadonly',
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.SetStreamReadonlyRequest.SerializeToString,
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.SetStreamReadonlyResponse.FromString,
+            spark__log_dot_liftbridge_dot_api__pb2.SetStreamReadonlyRequest.SerializeToString,
+            spark__log_dot_liftbridge_dot_api__pb2.SetStreamReadonlyResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -432,8 +432,8 @@ class API:
             request,
             target,
             '/proto.API/Subscribe',
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.SubscribeRequest.SerializeToString,
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.Message.FromString,
+            spark__log_dot_liftbridge_dot_api__pb2.SubscribeRequest.SerializeToString,
+            spark__log_dot_liftbridge_dot_api__pb2.Message.FromString,
             options,
             channel_credentials,
             insecure,
@@ -459,8 +459,8 @@ class API:
             request,
             target,
             '/proto.API/FetchMetadata',
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchMetadataRequest.SerializeToString,
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchMetadataResponse.FromString,
+            spark__log_dot_liftbridge_dot_api__pb2.FetchMetadataRequest.SerializeToString,
+            spark__log_dot_liftbridge_dot_api__pb2.FetchMetadataResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -486,8 +486,8 @@ class API:
             request,
             target,
             '/proto.API/FetchPartitionMetadata',
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchPartitionMetadataRequest.SerializeToString,
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchPartitionMetadataResponse.FromString,
+            spark__log_dot_liftbridge_dot_api__pb2.FetchPartitionMetadataRequest.SerializeToString,
+            spark__log_dot_liftbridge_dot_api__pb2.FetchPartitionMetadataResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -513,8 +513,8 @@ class API:
             request,
             target,
             '/proto.API/Publish',
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.PublishRequest.SerializeToString,
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.PublishResponse.FromString,
+            spark__log_dot_liftbridge_dot_api__pb2.PublishRequest.SerializeToString,
+            spark__log_dot_liftbridge_dot_api__pb2.PublishResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -540,8 +540,8 @@ class API:
             request_iterator,
             target,
             '/proto.API/PublishAsync',
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.PublishRequest.SerializeToString,
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.PublishResponse.FromString,
+            spark__log_dot_liftbridge_dot_api__pb2.PublishRequest.SerializeToString,
+            spark__log_dot_liftbridge_dot_api__pb2.PublishResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -567,8 +567,8 @@ class API:
             request,
             target,
             '/proto.API/PublishToSubject',
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.PublishToSubjectRequest.SerializeToString,
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.PublishToSubjectResponse.FromString,
+            spark__log_dot_liftbridge_dot_api__pb2.PublishToSubjectRequest.SerializeToString,
+            spark__log_dot_liftbridge_dot_api__pb2.PublishToSubjectResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -594,8 +594,8 @@ class API:
             request,
             target,
             '/proto.API/SetCursor',
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.SetCursorRequest.SerializeToString,
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.SetCursorResponse.FromString,
+            spark__log_dot_liftbridge_dot_api__pb2.SetCursorRequest.SerializeToString,
+            spark__log_dot_liftbridge_dot_api__pb2.SetCursorResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -621,8 +621,8 @@ class API:
             request,
             target,
             '/proto.API/FetchCursor',
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchCursorRequest.SerializeToString,
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchCursorResponse.FromString,
+            spark__log_dot_liftbridge_dot_api__pb2.FetchCursorRequest.SerializeToString,
+            spark__log_dot_liftbridge_dot_api__pb2.FetchCursorResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -648,8 +648,8 @@ class API:
             request,
             target,
             '/proto.API/JoinConsumerGroup',
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.JoinConsumerGroupRequest.SerializeToString,
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.JoinConsumerGroupResponse.FromString,
+            spark__log_dot_liftbridge_dot_api__pb2.JoinConsumerGroupRequest.SerializeToString,
+            spark__log_dot_liftbridge_dot_api__pb2.JoinConsumerGroupResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -675,8 +675,8 @@ class API:
             request,
             target,
             '/proto.API/LeaveConsumerGroup',
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.LeaveConsumerGroupRequest.SerializeToString,
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.LeaveConsumerGroupResponse.FromString,
+            spark__log_dot_liftbridge_dot_api__pb2.LeaveConsumerGroupRequest.SerializeToString,
+            spark__log_dot_liftbridge_dot_api__pb2.LeaveConsumerGroupResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -702,8 +702,8 @@ class API:
             request,
             target,
             '/proto.API/FetchConsumerGroupAssignments',
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchConsumerGroupAssignmentsRequest.SerializeToString,
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.FetchConsumerGroupAssignmentsResponse.FromString,
+            spark__log_dot_liftbridge_dot_api__pb2.FetchConsumerGroupAssignmentsRequest.SerializeToString,
+            spark__log_dot_liftbridge_dot_api__pb2.FetchConsumerGroupAssignmentsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -729,8 +729,8 @@ class API:
             request,
             target,
             '/proto.API/ReportConsumerGroupCoordinator',
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.ReportConsumerGroupCoordinatorRequest.SerializeToString,
-            ingest_dot_liftbridge_dot_proto_dot_api__pb2.ReportConsumerGroupCoordinatorResponse.FromString,
+            spark__log_dot_liftbridge_dot_api__pb2.ReportConsumerGroupCoordinatorRequest.SerializeToString,
+            spark__log_dot_liftbridge_dot_api__pb2.ReportConsumerGroupCoordinatorResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -14,8 +14,8 @@ import struct
 import crc32c
 from google.protobuf.message import DecodeError
 
-from ingest.liftbridge.proto import api_pb2 as pb
 from spark_log.errors import InvalidRequestError
+from spark_log.liftbridge import api_pb2 as pb
 
 MAGIC = b"\xb9\x0e\x43\xb4"
 VERSION = 0
