@@ -9,7 +9,7 @@ PYTEST := $(PY) -m pytest
 
 PROTO := spark_log/liftbridge/api.proto
 
-.PHONY: proto demo test test-slow test-secure fuzz fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake bench-lake-tier bench-cursors bench-memory bench-groups bench-secure bench-smoke lint format clean-venv check-java
+.PHONY: proto demo test test-slow test-secure fuzz fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake bench-lake-tier bench-cursors bench-memory bench-groups bench-liftbridge bench-secure bench-smoke lint format clean-venv check-java
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory check-java
@@ -26,9 +26,11 @@ check-java:
 	  if [ "$$v" -lt 17 ] 2>/dev/null; then echo "error: Java 17 or newer is required, found $$v" >&2; exit 1; fi
 
 # The Liftbridge gRPC modules beside $(PROTO), regenerated from it (they are committed, so
-# installing needs no code generator): messages, their type stubs, and the service.
+# installing needs no code generator): messages, the service, and their type stubs.
 proto: $(STAMP)
-	$(PY) -m grpc_tools.protoc -I . --python_out=. --pyi_out=. --grpc_python_out=. $(PROTO)
+	$(PY) -m grpc_tools.protoc -I . --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy \
+		--plugin=protoc-gen-mypy_grpc=$(VENV)/bin/protoc-gen-mypy_grpc \
+		--python_out=. --mypy_out=. --grpc_python_out=. --mypy_grpc_out=. $(PROTO)
 
 demo: $(STAMP)
 	$(VENV)/bin/liftlog demo
@@ -160,6 +162,11 @@ bench-lake: $(STAMP)
 # run; 3 runs, median and spread (about a minute on 2 cores).
 bench-lake-tier: $(STAMP)
 	$(PY) bench/lake_tier_read.py --records 200000 --runs 3 --json bench/results/lake-tier.json
+
+# Liftbridge's gRPC API (unary Publish, PublishAsync with 256 in flight, Subscribe) beside the
+# same work over NATS and REST on one stack, with ack latency p50/p99.
+bench-liftbridge: $(STAMP)
+	$(PY) bench/liftbridge_api.py --runs 3 --json bench/results/liftbridge.json
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

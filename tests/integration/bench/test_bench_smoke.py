@@ -589,3 +589,36 @@ def test_node_memory_bench_reports_every_variant(tmp_path):
     for name, runs in body["runs"].items():
         assert len(runs) == 1 and runs[0]["peak_mb"] >= runs[0]["idle_mb"] > 0, (name, runs)
         assert name in printed
+
+
+LIFTBRIDGE_SMOKE_RECORDS = 500
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
+def test_liftbridge_api_bench_reports_every_path_and_loses_nothing(tmp_path):
+    """``bench/liftbridge_api.py`` with tiny counts: every publish path acked every record,
+    every latency and read figure present, nothing lost, every process stopped."""
+    body, printed = _run_bench_script(
+        tmp_path,
+        "liftbridge_api.py",
+        "--records",
+        str(LIFTBRIDGE_SMOKE_RECORDS),
+        "--size",
+        "100",
+        "--latency-seconds",
+        "0.5",
+        "--runs",
+        "1",
+    )
+    assert body["lost"] == 0
+    (run,) = body["results"]
+    for path, figure in run["publish"].items():
+        assert figure["records"] == LIFTBRIDGE_SMOKE_RECORDS, (path, figure["first_error"])
+        assert figure["failed"] == 0 and figure["records_per_s"] > 0, path
+    assert set(run["publish"]) == {"gRPC Publish", "gRPC PublishAsync", "NATS", "REST"}
+    for path, latency in run["latency"].items():
+        assert _latency_figures_hold(latency), (path, latency)
+    for path, figure in run["read"].items():
+        assert figure["records"] == LIFTBRIDGE_SMOKE_RECORDS and figure["records_per_s"] > 0, path
+    assert "acked records missing from their streams: 0" in printed
