@@ -63,6 +63,12 @@ class NodeMetrics:
             _LABELS,
             registry=self.registry,
         )
+        self.envelope_drops = Counter(
+            "liftlog_envelope_drops",
+            "Corrupt Liftbridge envelopes without a reply subject, dropped unstored",
+            _LABELS,
+            registry=self.registry,
+        )
         self.high_watermark = Gauge(
             "liftlog_high_watermark",
             "High watermark per partition",
@@ -94,6 +100,11 @@ class NodeMetrics:
         self.fetch_waiters = Gauge(
             "liftlog_fetch_waiters",
             "Fetches long-polling for records above the high watermark",
+            registry=self.registry,
+        )
+        self.liftbridge_subscriptions = Gauge(
+            "liftlog_liftbridge_subscriptions",
+            "Liftbridge Subscribe streams this node is serving",
             registry=self.registry,
         )
         self.replica_fetches_in_flight = Gauge(

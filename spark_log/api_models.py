@@ -379,6 +379,8 @@ class BrokerInfo(JsonModel):
     api_url: str
     """This broker's REST base URL."""
     nats_url: str
+    liftbridge_address: str = ""
+    """``host:port`` of this broker's Liftbridge gRPC API ("" when it serves none)."""
 
 
 @dataclass(frozen=True)

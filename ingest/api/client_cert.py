@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from ingest.api.tls_extension import TLS_EXTENSION
+from ingest.api.tls_extension import TLS_EXTENSION, Subject
 from spark_log.auth.tokens import check_principal
 from spark_log.errors import InvalidRequestError
 
@@ -24,12 +24,13 @@ def client_cert_principal(request: Request) -> str | None:
     tls = (request.scope.get("extensions") or {}).get(TLS_EXTENSION)
     if not tls:
         return None
-    names = [
-        value
-        for rdn in tls.get("client_cert_subject") or ()
-        for key, value in rdn
-        if key == COMMON_NAME
-    ]
+    return subject_principal(tls.get("client_cert_subject") or ())
+
+
+def subject_principal(subject: Subject) -> str | None:
+    """The principal a verified certificate's subject (as the ``ssl`` module parses it)
+    names: its one CN when that is a valid principal name, else None."""
+    names = [value for rdn in subject for key, value in rdn if key == COMMON_NAME]
     if len(names) != 1:
         return None
     name = str(names[0])

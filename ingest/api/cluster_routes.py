@@ -23,10 +23,14 @@ from spark_log.api_models import (
 def install_cluster_routes(app: FastAPI, node: NodeView) -> None:
     @app.get("/v1/cluster", tags=["cluster"], response_model=ClusterInfo)
     async def cluster() -> ClusterInfo:
-        """The live brokers (with their REST and NATS URLs) and the controller's id."""
+        """The live brokers (with their REST and NATS URLs and Liftbridge gRPC addresses)
+        and the controller's id."""
         brokers = await node.live_brokers()
         return ClusterInfo(
-            brokers=tuple(BrokerInfo(b.broker_id, b.host, b.api_url, b.nats_url) for b in brokers),
+            brokers=tuple(
+                BrokerInfo(b.broker_id, b.host, b.api_url, b.nats_url, b.liftbridge_address)
+                for b in brokers
+            ),
             controller=await node.controller_id(),
             this_broker=node.config.broker_id,
             auth="enabled" if node.auth.enabled else "disabled",

@@ -2,6 +2,9 @@
 
 It listens on ``liftbridge_port`` of ``api_host`` (0: no server), over TLS with the node's
 ``api_tls`` certificate when the REST API has one, so the two APIs share one trust setup.
+Without ``api_tls.ca_file`` grpc's own TLS serves (no client certificates, as REST); with it
+the TLS front (tls_front.py) serves, verifying client certificates when presented (or
+demanding one with ``require_client_cert``) exactly as REST does, which grpc cannot.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import grpc
 from ingest.admin.node_view import NodeView
 from ingest.groups.node_services import ConsumerServices
 from ingest.liftbridge.servicer import LiftbridgeApi
+from ingest.liftbridge.tls_front import TlsFront
 from spark_log.liftbridge import api_pb2_grpc
 from spark_log.tls_config import ApiTlsConfig
 
@@ -25,16 +29,11 @@ MESSAGE_SLACK_BYTES = 64 * 1024
 """Room for a request's other fields beside a record of the largest size a node accepts."""
 
 
-def server_credentials(tls: ApiTlsConfig) -> grpc.ServerCredentials | None:
-    """TLS for the gRPC API from ``[api_tls]`` (None: plaintext). With a CA, client
-    certificates signed by it are verified; ``require_client_cert`` demands one."""
-    if not tls.enabled:
-        return None
+def server_credentials(tls: ApiTlsConfig) -> grpc.ServerCredentials:
+    """grpc's TLS with the node's certificate, asking no client certificate: for
+    ``[api_tls]`` without a CA (with one, the TLS front serves)."""
     pair = (Path(tls.key_file).read_bytes(), Path(tls.cert_file).read_bytes())
-    root = Path(tls.ca_file).read_bytes() if tls.ca_file else None
-    return grpc.ssl_server_credentials(
-        [pair], root_certificates=root, require_client_auth=bool(root and tls.require_client_cert)
-    )
+    return grpc.ssl_server_credentials([pair])
 
 
 class LiftbridgeServer:
@@ -44,6 +43,7 @@ class LiftbridgeServer:
         self._node = node
         self._services = services
         self._server: grpc.aio.Server | None = None
+        self._front: TlsFront | None = None
 
     @property
     def enabled(self) -> bool:
@@ -62,21 +62,38 @@ class LiftbridgeServer:
             ]
         )
         servicer = LiftbridgeApi(self._node, self._services)
-        api_pb2_grpc.add_APIServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
+        api_pb2_grpc.add_APIServicer_to_server(servicer, server)
         address = f"{config.api_host}:{config.liftbridge_port}"
-        credentials = server_credentials(config.api_tls)
+        tls = config.api_tls
+        front = self._front = TlsFront(tls) if tls.ca_file else None
         try:
-            if credentials is None:
-                server.add_insecure_port(address)
+            if front is not None:
+                server.add_insecure_port(front.backend_address)
+            elif tls.enabled:
+                server.add_secure_port(address, server_credentials(tls))
             else:
-                server.add_secure_port(address, credentials)
+                server.add_insecure_port(address)
         except RuntimeError as exc:  # grpc's only signal of a failed bind
+            await self.stop()
             raise OSError(f"the Liftbridge API cannot listen on {address}: {exc}") from exc
         await server.start()
         self._server = server
+        if front is not None:
+            try:
+                await front.start(config.api_host, config.liftbridge_port)
+            except OSError as exc:
+                await self.stop()
+                raise OSError(f"the Liftbridge API cannot listen on {address}: {exc}") from exc
         log.info("liftbridge API on %s", config.advertised_liftbridge_address)
 
     async def stop(self) -> None:
+        """No new connections, running RPCs get ``STOP_GRACE_S`` to end, then every
+        connection is closed."""
+        if self._front is not None:
+            self._front.stop_accepting()
         if self._server is not None:
             await self._server.stop(STOP_GRACE_S)
             self._server = None
+        if self._front is not None:
+            await self._front.stop()
+            self._front = None

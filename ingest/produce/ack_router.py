@@ -1,14 +1,17 @@
 """Acks per policy: ``leader`` and ``none`` after the append, ``all`` once the HW passes.
 
-The router is the one place a sequenced request is answered, on its NATS reply subject or on
-the future of a request that came from REST; requests waiting for the HW park in its
-purgatory, so acks follow the HW in offset order without a scan.
+The router is the one place a sequenced request is answered, on its NATS reply subject (the ack
+inbox of a Liftbridge enveloped publish, answered in Liftbridge's shape) or on the future of a
+request that came from REST; requests waiting for the HW park in its purgatory, so acks follow
+the HW in offset order without a scan.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
+from ingest.produce.envelope_acks import encode_envelope_ack, encode_envelope_error
 from ingest.produce.purgatory import Purgatory
 from ingest.produce.request import ProduceAck, ProduceRequest
 from ingest.produce.sequencer import Sequenced
@@ -28,9 +31,12 @@ class AckRouter:
         encode_error: Callable[[LiftlogError], bytes],
         encode_duplicate_ack: Callable[[bytes, int, int | None], bytes],
         answered: Callable[[ProduceRequest], None] = lambda req: None,
+        now_ns: Callable[[], int] = time.time_ns,
     ) -> None:
-        """``answered`` is told of every request answered (the ack latency is observed there)."""
+        """``answered`` is told of every request answered (the ack latency is observed there);
+        ``now_ns`` stamps an enveloped ack's commit time (Unix nanoseconds)."""
         self._prefix = prefix
+        self._now_ns = now_ns
         self._answered = answered
         self._send = send
         self._encode_ack = encode_ack
@@ -44,7 +50,11 @@ class AckRouter:
                 req.future.set_exception(exc)
                 self._answered(req)
         elif req.reply:
-            self._send(req.reply, self._encode_error(exc))
+            envelope = req.envelope
+            if envelope is None:
+                self._send(req.reply, self._encode_error(exc))
+            else:
+                self._send(req.reply, encode_envelope_error(envelope, exc, self._now_ns()))
             self._answered(req)
 
     def _fail_item(self, item: Sequenced, exc: LiftlogError) -> None:
@@ -57,9 +67,14 @@ class AckRouter:
                 req.future.set_result(ProduceAck(item.offset, item.count, item.duplicate))
                 self._answered(req)
         elif req.reply:
-            count = item.count if req.records is not None else None
-            encode = self._encode_duplicate_ack if item.duplicate else self._encode_ack
-            self._send(req.reply, encode(self._prefix, item.offset, count))
+            envelope = req.envelope
+            if envelope is None:
+                count = item.count if req.records is not None else None
+                encode = self._encode_duplicate_ack if item.duplicate else self._encode_ack
+                self._send(req.reply, encode(self._prefix, item.offset, count))
+            else:
+                payload = encode_envelope_ack(envelope, item.offset, self._now_ns())
+                self._send(req.reply, payload)
             self._answered(req)
 
     def after_append(

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ingest.produce.arrow_guard import check_plain_type, refuse_compressed
+from ingest.produce.envelope_acks import EnvelopeAck
 from spark_log.errors import InvalidRequestError, InvalidTimestampError, RecordTooLargeError
 from spark_log.log import RECORD_SCHEMA
 from spark_log.stream_spec import ACK_POLICIES, StreamSpec
@@ -61,6 +62,9 @@ class ProduceRequest:
     given); None: the leader's append time. A batch's records all take it."""
     received_s: float = 0.0
     """When the leader took the request in (its monotonic clock): the ack latency's start."""
+    envelope: EnvelopeAck | None = None
+    """A Liftbridge enveloped publish's answer (``reply`` is then its ack inbox, and acks and
+    refusals leave as enveloped ``Ack``s); None: acks are Liftlog's JSON."""
 
     @property
     def count(self) -> int:
@@ -74,7 +78,8 @@ class ProduceRequest:
 def request_from_nats(
     subject: str, reply: str, data: bytes, headers: dict[str, str] | None, spec: StreamSpec
 ) -> ProduceRequest:
-    """Validate a NATS message; raise a typed error to be sent back as an error ack."""
+    """Validate a plain NATS message; raise a typed error to be sent back as an error ack.
+    (A payload in Liftbridge's envelope is taken in by ``ingest.produce.envelope_intake``.)"""
     hdrs = headers or {}
     req = ProduceRequest(
         subject=subject,
@@ -103,14 +108,16 @@ def local_request(
     value: bytes = b"",
     headers: dict[str, str] | None = None,
     records: pa.Table | None = None,
+    expected_offset: int | None = None,
 ) -> ProduceRequest:
-    """A request that did not come from NATS (REST): no reply subject, no dedup, no CAS."""
+    """A request that did not come from NATS (REST, gRPC): no reply subject, no dedup; a
+    compare-and-set only when ``expected_offset`` is given."""
     return ProduceRequest(
         subject=subject,
         reply=None,
         ack_policy=ack_policy,
         msg_id=None,
-        expected_offset=None,
+        expected_offset=expected_offset,
         key=key,
         value=value,
         headers=headers,

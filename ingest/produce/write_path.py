@@ -26,6 +26,8 @@ from ingest.histogram import HistogramChild
 from ingest.metrics import NodeMetrics
 from ingest.produce.ack_router import AckRouter
 from ingest.produce.dedup import DedupWindow
+from ingest.produce.envelope_acks import NS_PER_MS, EnvelopeAck, encode_envelope_error
+from ingest.produce.envelope_intake import open_envelope, request_from_envelope
 from ingest.produce.nats_frames import InboundMessage
 from ingest.produce.request import ProduceAck, ProduceRequest, request_from_nats
 from ingest.produce.sequencer import CycleResult, Sequenced, Sequencer, next_cycle
@@ -34,6 +36,7 @@ from spark_log.config import IngestConfig
 from spark_log.crypto import ValueCipher
 from spark_log.errors import KeyUnavailableError, LiftlogError, StorageError, StreamPausedError
 from spark_log.fetch_wire import is_internal_reply
+from spark_log.liftbridge.envelope import MAGIC, EnvelopeError
 from spark_log.log import PartitionLog, decode_header
 from spark_log.stream_spec import StreamSpec
 from spark_log.wire import (
@@ -46,6 +49,7 @@ from spark_log.wire import (
 
 log = logging.getLogger("liftlog.write_path")
 
+MAGIC_FIRST_BYTE = MAGIC[0]
 PRINCIPAL_VERDICT_TTL_S = 1.0
 MAX_PRINCIPAL_VERDICTS = 1024
 
@@ -116,6 +120,7 @@ class LeaderWritePath:
         self._paused_drops = metrics.paused_drops.labels(*self._labels)
         self._readonly_drops = metrics.readonly_drops.labels(*self._labels)
         self._internal_reply_drops = metrics.internal_reply_drops.labels(*self._labels)
+        self._envelope_drops = metrics.envelope_drops.labels(*self._labels)
         self._ack_latency: dict[str, HistogramChild] = {}
         self._log_flush = metrics.log_flush.labels(spec.name)
         self._commit_latency = metrics.commit_latency.labels(spec.name)
@@ -151,6 +156,7 @@ class LeaderWritePath:
             self._encode_error,
             encode_duplicate_ack,
             answered=self._observe_ack,
+            now_ns=self._now_ns,
         )
         self._sequencer = Sequencer(
             spec, dedup, self._refuse, max_timestamp_skew_ms=ingest.max_timestamp_skew_ms
@@ -196,15 +202,19 @@ class LeaderWritePath:
     def on_messages(self, messages: list[InboundMessage]) -> int:
         """NATS intake, one socket read's messages at a time: queue only (the writer task
         sequences and validates). A paused or read-only stream answers at once and stores
-        nothing. Returns how many messages found the queue full (the subscription counts
-        them as a slow consumer's drops)."""
+        nothing. A payload in Liftbridge's envelope takes its own way in: its magic number's
+        first byte never starts UTF-8 text, so a text or JSON payload pays one byte comparison
+        for it. Returns how many messages found the queue full (the subscription counts them
+        as a slow consumer's drops)."""
         received_s = self._clock.monotonic_s()
         inactive = self._partition.paused or self._partition.read_only
-        limits, spec, dropped = self._limits, self._spec, 0
+        limits, spec, dropped, magic = self._limits, self._spec, 0, MAGIC
         for msg in messages:
-            reply = msg.reply
+            reply, data = msg.reply, msg.data
             if reply and is_internal_reply(reply):
                 self._drop_internal_reply(msg.subject, reply)
+            elif data and data[0] == MAGIC_FIRST_BYTE and data[:4] == magic:
+                dropped += self._take_envelope(msg, inactive, received_s)
             elif inactive:
                 self._refuse_inactive(msg.subject, reply)
             elif msg.headers and (refusal := self._publisher_refusal(msg.headers)):
@@ -216,12 +226,54 @@ class LeaderWritePath:
                 dropped += 1
             else:
                 try:
-                    req = request_from_nats(msg.subject, reply, msg.data, msg.headers, spec)
+                    req = request_from_nats(msg.subject, reply, data, msg.headers, spec)
                 except LiftlogError as exc:
                     self._refuse_reply(reply, exc)
                     continue
                 self._enqueue(req, received_s)
         return dropped
+
+    def _take_envelope(self, msg: InboundMessage, inactive: bool, received_s: float) -> int:
+        """A Liftbridge enveloped publish: decoded whole (a corrupt one is refused and stored
+        nowhere), then judged as a plain message is, but answered on its ack inbox in
+        Liftbridge's shape. Returns 1 if it found the queue full, else 0."""
+        reply = msg.reply or None
+        try:
+            enveloped = open_envelope(
+                msg.subject, msg.data, self._spec, self._partition.partition, self._now_ns()
+            )
+        except EnvelopeError as exc:
+            self._refuse_corrupt(msg.subject, reply, exc)
+            return 0
+        answer = enveloped.answer
+        if answer is not None and is_internal_reply(answer.ack_inbox):
+            self._drop_internal_reply(msg.subject, answer.ack_inbox)
+        elif inactive:
+            self._refuse_inactive(msg.subject, reply, answer)
+        elif msg.headers and (refusal := self._publisher_refusal(msg.headers)):
+            self._refuse_to(answer, reply, refusal)
+        elif (
+            len(self._queue) >= self._limits.pending_msgs_limit
+            or self._queued_bytes >= self._limits.pending_bytes_limit
+        ):
+            return 1
+        else:
+            try:
+                req = request_from_envelope(msg.subject, reply, enveloped, self._spec)
+            except LiftlogError as exc:
+                self._refuse_to(answer, reply, exc)
+                return 0
+            self._enqueue(req, received_s)
+        return 0
+
+    def _refuse_corrupt(self, subject: str, reply: str | None, exc: EnvelopeError) -> None:
+        """A corrupt envelope: the JSON error on its reply subject (its ack inbox, if any,
+        cannot be trusted), or, with nobody to tell, a counted drop."""
+        if reply:
+            self._refuse_reply(reply, exc)
+            return
+        self._envelope_drops.inc()
+        log.debug("dropped a corrupt Liftbridge envelope on %s: %s", subject, exc.message)
 
     def _publisher_refusal(self, headers: dict[str, str]) -> LiftlogError | None:
         """The verdict on the principal a message names, judged at most once a second per
@@ -245,11 +297,13 @@ class LeaderWritePath:
         self._queued_bytes += req.size_bytes
         self._wakeup.set()
 
-    def _refuse_inactive(self, subject: str, reply: str) -> None:
+    def _refuse_inactive(
+        self, subject: str, reply: str | None, answer: EnvelopeAck | None = None
+    ) -> None:
         if self._partition.paused:
-            self._answer_paused(subject, reply)
+            self._answer_paused(subject, reply, answer)
         else:
-            self._answer_read_only(subject, reply)
+            self._answer_read_only(subject, reply, answer)
 
     def _drop_internal_reply(self, subject: str, reply: str) -> None:
         """A message naming a reply subject in Liftlog's namespace or the server's is dropped
@@ -263,23 +317,28 @@ class LeaderWritePath:
         self._internal_reply_drops.inc()
         log.debug("dropped a message on %s naming internal reply subject %s", subject, reply)
 
-    def _answer_paused(self, subject: str, reply: str | None) -> None:
-        """A publish to a paused stream: the typed error ack on its reply subject, or, with
-        nobody to tell, a counted drop. When an active stream also records the subject, that
-        stream's ack is the answer: a publisher takes the first reply, and a refusal racing
-        ahead of it would report a stored record as refused."""
-        if not reply or self._recorded_by_another_stream(subject):
+    def _answer_paused(
+        self, subject: str, reply: str | None, answer: EnvelopeAck | None = None
+    ) -> None:
+        """A publish to a paused stream: the typed error ack on its reply subject (an
+        enveloped one's on its ack inbox), or, with nobody to tell, a counted drop. When an
+        active stream also records the subject, that stream's ack is the answer: a publisher
+        takes the first reply, and a refusal racing ahead of it would report a stored record
+        as refused."""
+        if not (reply or answer) or self._recorded_by_another_stream(subject):
             self._paused_drops.inc()
             return
-        self._refuse_reply(reply, StreamPausedError(f"stream {self._spec.name} is paused"))
+        self._refuse_to(answer, reply, StreamPausedError(f"stream {self._spec.name} is paused"))
 
-    def _answer_read_only(self, subject: str, reply: str | None) -> None:
+    def _answer_read_only(
+        self, subject: str, reply: str | None, answer: EnvelopeAck | None = None
+    ) -> None:
         """A publish to a read-only stream: answered as a paused one (``_answer_paused``),
         with ``stream_readonly``; a drop without a reply is counted apart."""
-        if not reply or self._recorded_by_another_stream(subject):
+        if not (reply or answer) or self._recorded_by_another_stream(subject):
             self._readonly_drops.inc()
             return
-        self._refuse_reply(reply, self._partition.read_only_error())
+        self._refuse_to(answer, reply, self._partition.read_only_error())
 
     def _recorded_by_another_stream(self, subject: str) -> bool:
         check = self.recorded_elsewhere
@@ -308,6 +367,20 @@ class LeaderWritePath:
     def _refuse(self, req: ProduceRequest, exc: LiftlogError) -> None:
         self._metrics.produce_errors.labels(*self._labels, exc.code).inc()
         self._acks.error(req, exc)
+
+    def _refuse_to(self, answer: EnvelopeAck | None, reply: str | None, exc: LiftlogError) -> None:
+        """Refuse a message before it is queued: an enveloped ``Ack`` with its error on the
+        ack inbox of an enveloped publish that has one, else the JSON error on ``reply``."""
+        if answer is None:
+            self._refuse_reply(reply, exc)
+            return
+        self._metrics.produce_errors.labels(*self._labels, exc.code).inc()
+        self._queue_ack(answer.ack_inbox, encode_envelope_error(answer, exc, self._now_ns()))
+        self._wakeup.set()
+
+    def _now_ns(self) -> int:
+        """The clock's wall time in Unix nanoseconds (an enveloped ack's timestamps)."""
+        return self._clock.now_ms() * NS_PER_MS
 
     def _refuse_reply(self, reply: str | None, exc: LiftlogError) -> None:
         self._metrics.produce_errors.labels(*self._labels, exc.code).inc()

@@ -382,6 +382,9 @@ class PartitionReplica:
             await self._fetcher.stop()
             self._fetcher = None
         self.state.leave()
+        # reads long-polling here learn at once that the role changed (a subscription
+        # served by the leader ends then, rather than after its wait)
+        self.reads.signal_high_watermark()
 
     def fence(self, reason: str | None) -> None:
         """Stop (reason) or resume (None) acknowledging: the ZooKeeper session is in doubt."""

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 
 from liftlog.cli.common import num, print_table
 from spark_log.api_models import (
+    BrokerInfo,
     FlushResult,
     LakeRef,
     PartitionState,
@@ -44,11 +45,12 @@ def print_stream_list(streams: Iterable[StreamSummary]) -> None:
     print_table(["NAME", "SUBJECT", "PARTITIONS", "RF", "STATE"], rows)
 
 
-def print_describe(body: StreamDescription) -> None:
+def print_describe(body: StreamDescription, brokers: Iterable[BrokerInfo] = ()) -> None:
     """The stream's line, its lake table, compaction, then one row per partition: LOG START
     (first offset in the local log) is where reads switch from the lake to the nodes; LAKE
     START (first offset in the lake, ``-`` when it holds none) is where the lake's history
-    begins, and LAKE the first offset not yet in the lake."""
+    begins, and LAKE the first offset not yet in the lake. Last, the live ``brokers`` with
+    the Liftbridge gRPC address a Liftbridge client reaches each leader on."""
     state = _state(body)
     print(
         f"{body.name}  subject={body.subject}  partitions={len(body.partitions)}  "
@@ -67,6 +69,14 @@ def print_describe(body: StreamDescription) -> None:
         unless = ", unless consumers fetch" if body.auto_pause_disable_if_subscribers else ""
         print(f"auto-pause: after {body.auto_pause_ms} ms without appends{unless}")
     print_table(DESCRIBE_HEADERS, [_partition_row(p) for p in body.partitions])
+    if brokers:
+        print(f"brokers (Liftbridge gRPC): {grpc_addresses(brokers)}")
+
+
+def grpc_addresses(brokers: Iterable[BrokerInfo]) -> str:
+    """``1=host:9292 2=host:9293``, ``-`` for a broker that serves no gRPC API."""
+    ordered = sorted(brokers, key=lambda b: b.broker_id)
+    return "  ".join(f"{b.broker_id}={b.liftbridge_address or '-'}" for b in ordered)
 
 
 def print_flush(name: str, body: FlushResult) -> None:

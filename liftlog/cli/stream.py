@@ -10,6 +10,7 @@ from collections.abc import Callable
 from liftlog.cli.common import Subcommands, add_json_arg, add_server_arg, rest
 from liftlog.cli.describe import print_describe, print_flush, print_stream_list
 from spark_log.api_models import (
+    ClusterInfo,
     FlushResult,
     PreferredElection,
     ReassignmentStatus,
@@ -428,11 +429,12 @@ def _stream_list(args: argparse.Namespace) -> int:
 
 
 def _stream_describe(args: argparse.Namespace) -> int:
-    body = StreamDescription.from_json(rest(args).get_json(f"/v1/streams/{args.name}"))
+    client = rest(args)
+    body = StreamDescription.from_json(client.get_json(f"/v1/streams/{args.name}"))
     if args.json:
         print(json.dumps(body.to_json(), indent=2))
     else:
-        print_describe(body)
+        print_describe(body, ClusterInfo.from_json(client.get_json("/v1/cluster")).brokers)
     return 0
 
 

@@ -19,6 +19,7 @@ from liftlog.embedded.certs import CertificateAuthority, CertPaths
 from liftlog.embedded.ports import free_port, free_port_block
 from liftlog.embedded.standalone import Standalone
 from spark_log.auth_config import AuthConfig
+from spark_log.client.credentials import ClientCredentials
 from tests.integration.conftest import _node_factory
 from tests.support.stacks import SecureMaterial
 from tests.support.waiting import wait_for
@@ -37,6 +38,8 @@ class AuthCluster:
     cert_dir: Path | None = None
     nats_url: str = ""
     """The secured stack's NATS server, whose logins are Liftlog tokens ("" otherwise)."""
+    grpc_addresses: list[str] = field(default_factory=list)
+    """Each node's Liftbridge gRPC API (host:port; secured stack only)."""
 
     def client(
         self, index: int = 0, token: str | None = None, cert: CertPaths | None = None
@@ -54,6 +57,25 @@ class AuthCluster:
 
     def admin(self, index: int = 0) -> httpx.Client:
         return self.client(index, self.admin_token)
+
+    def grpc_credentials(
+        self, token: str | None = None, cert: CertPaths | None = None
+    ) -> ClientCredentials:
+        """What a gRPC client of the secured stack presents: the stack's CA, ``token`` in
+        the ``authorization`` metadata and/or ``cert`` as its client certificate."""
+        if self.ca_file is None:
+            raise RuntimeError("the gRPC API over TLS needs the secured stack")
+        return ClientCredentials(
+            token=token or "",
+            ca_file=self.ca_file,
+            cert_file=cert.cert_file if cert else "",
+            key_file=cert.key_file if cert else "",
+        )
+
+    def revoke(self, token_id: str) -> None:
+        with self.admin() as api:
+            resp = api.delete(f"/v1/auth/tokens/{token_id}")
+        assert resp.status_code == 200, resp.text
 
     def client_cert(self, principal: str) -> CertPaths:
         """A client certificate whose subject CN is ``principal`` (secured stack only)."""
@@ -148,4 +170,5 @@ def start_secure_cluster(nodes: int = 1) -> Iterator[AuthCluster]:
                 CertificateAuthority.load(certs.ca_file, certs.ca_key_file),
                 Path(data_dir),
                 stack.nats.url,
+                [n.config.advertised_liftbridge_address for n in stack.nodes],
             )

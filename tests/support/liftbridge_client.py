@@ -37,12 +37,12 @@ def token_metadata(credentials: ClientCredentials) -> tuple[tuple[str, str], ...
 @asynccontextmanager
 async def liftbridge_stub(
     address: str, credentials: ClientCredentials | None = None
-) -> AsyncIterator[api_pb2_grpc.APIStub]:
-    """An ``APIStub`` on ``address`` (host:port); every call carries the token metadata."""
+) -> AsyncIterator[api_pb2_grpc.APIAsyncStub]:
+    """An async ``APIStub`` on ``address`` (host:port); every call carries the token metadata."""
     creds = credentials if credentials is not None else ClientCredentials.resolve()
     tls = channel_credentials(creds)
     metadata = token_metadata(creds)
-    interceptors = [_MetadataInterceptor(metadata)] if metadata else []
+    interceptors = _interceptors(metadata)
     if tls is None:
         channel = grpc.aio.insecure_channel(address, interceptors=interceptors)
     else:
@@ -53,25 +53,37 @@ async def liftbridge_stub(
         await channel.close()
 
 
-class _MetadataInterceptor(
-    grpc.aio.UnaryUnaryClientInterceptor,
-    grpc.aio.UnaryStreamClientInterceptor,
-    grpc.aio.StreamStreamClientInterceptor,
-):
-    """Adds the token metadata to every call (unary, server streaming, bidirectional)."""
+class _MetadataInterceptor:
+    """Adds the token metadata to a call. grpc.aio files an interceptor under the first kind
+    of call it intercepts only, so each kind gets an instance of its own subclass."""
 
     def __init__(self, metadata: tuple[tuple[str, str], ...]) -> None:
         self._metadata = metadata
 
-    def _with_metadata(self, details):  # type: ignore[no-untyped-def]
-        metadata = list(details.metadata or ()) + list(self._metadata)
-        return details._replace(metadata=metadata)
+    def _with_metadata(self, details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+        metadata = grpc.aio.Metadata(*(details.metadata or ()), *self._metadata)
+        return grpc.aio.ClientCallDetails(
+            details.method, details.timeout, metadata, details.credentials, details.wait_for_ready
+        )
 
+
+class _UnaryUnary(_MetadataInterceptor, grpc.aio.UnaryUnaryClientInterceptor):
     async def intercept_unary_unary(self, continuation, details, request):  # type: ignore[no-untyped-def]
         return await continuation(self._with_metadata(details), request)
 
+
+class _UnaryStream(_MetadataInterceptor, grpc.aio.UnaryStreamClientInterceptor):
     async def intercept_unary_stream(self, continuation, details, request):  # type: ignore[no-untyped-def]
         return await continuation(self._with_metadata(details), request)
 
+
+class _StreamStream(_MetadataInterceptor, grpc.aio.StreamStreamClientInterceptor):
     async def intercept_stream_stream(self, continuation, details, request_iterator):  # type: ignore[no-untyped-def]
         return await continuation(self._with_metadata(details), request_iterator)
+
+
+def _interceptors(metadata: tuple[tuple[str, str], ...]) -> list[grpc.aio.ClientInterceptor]:
+    """Unary, server streaming and bidirectional calls all carry ``metadata``."""
+    if not metadata:
+        return []
+    return [kind(metadata) for kind in (_UnaryUnary, _UnaryStream, _StreamStream)]

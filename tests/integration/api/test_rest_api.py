@@ -213,5 +213,6 @@ def test_health_openapi_cluster_metrics(api, node):
     assert "/v1/streams/{stream}/partitions/{partition}/records" in spec["paths"]
     cluster = api.get("/v1/cluster").json()
     assert cluster["brokers"][0]["api_url"] == node.api_url
+    assert cluster["brokers"][0]["liftbridge_address"] == node.config.advertised_liftbridge_address
     assert "liftlog_records_appended_total" in api.get("/metrics").text
     assert api.get("/v1/nothing-here").json()["error"]["code"] == "not_found"

@@ -306,6 +306,8 @@ def test_cli_alter_readonly_and_readwrite_as_documented(node, api: httpx.Client,
     assert _cli("stream", "readonly", stream_name, server=server).returncode == 0
     shown = _cli("stream", "describe", stream_name, server=server)
     assert "read-only" in shown.stdout.splitlines()[0]
+    grpc_line = f"brokers (Liftbridge gRPC): 1={node.config.advertised_liftbridge_address}"
+    assert grpc_line in shown.stdout.splitlines()
     published = _cli("publish", stream_name, "refused", server=server)
     assert published.returncode == 1 and "stream_readonly" in published.stdout + published.stderr
     assert _cli("stream", "readwrite", stream_name, server=server).returncode == 0

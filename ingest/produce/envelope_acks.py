@@ -1,0 +1,82 @@
+"""Acks of enveloped publishes: Liftbridge's ``Ack`` in an Ack envelope, sent to the ack inbox.
+
+A publish that came in Liftbridge's envelope names where its ack goes (``ackInbox``) and what
+the ack echoes (``correlationId``, ``ackPolicy``). A Liftbridge client parses nothing else, so
+its successes and its refusals both leave in that shape, never as Liftlog's JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spark_log.errors import (
+    DecryptionError,
+    EncryptionUnavailableError,
+    ExpectedOffsetMismatchError,
+    KeyUnavailableError,
+    LiftlogError,
+    RecordTooLargeError,
+)
+from spark_log.liftbridge import api_pb2 as pb
+from spark_log.liftbridge.envelope import encode_ack
+
+NS_PER_MS = 1_000_000
+
+ACK_ERROR_BY_CODE: dict[str, pb.Ack.Error.ValueType] = {
+    ExpectedOffsetMismatchError.code: pb.Ack.INCORRECT_OFFSET,
+    RecordTooLargeError.code: pb.Ack.TOO_LARGE,
+    KeyUnavailableError.code: pb.Ack.ENCRYPTION,
+    EncryptionUnavailableError.code: pb.Ack.ENCRYPTION,
+    DecryptionError.code: pb.Ack.ENCRYPTION,
+}
+"""Liftbridge's ack errors by our error code; every other refusal is ``UNKNOWN``."""
+
+
+@dataclass(frozen=True, slots=True)
+class EnvelopeAck:
+    """How an enveloped publish with an ack inbox is answered (None on a plain publish)."""
+
+    stream: str
+    partition_subject: str
+    msg_subject: str
+    """The NATS subject the publish came on."""
+    ack_inbox: str
+    correlation_id: str
+    ack_policy: pb.AckPolicy.ValueType
+    reception_ns: int
+    """When the leader took the publish in, Unix nanoseconds."""
+
+
+def ack_error(exc: LiftlogError) -> pb.Ack.Error.ValueType:
+    return ACK_ERROR_BY_CODE.get(exc.code, pb.Ack.UNKNOWN)
+
+
+def encode_envelope_ack(answer: EnvelopeAck, offset: int, commit_ns: int) -> bytes:
+    """The enveloped ``Ack`` of a stored record (``commit_ns``: when it is sent)."""
+    return encode_ack(_ack(answer, commit_ns, offset=offset))
+
+
+def encode_envelope_error(answer: EnvelopeAck, exc: LiftlogError, now_ns: int) -> bytes:
+    """The enveloped ``Ack`` of a refused publish: no offset, ``ackError`` says why."""
+    return encode_ack(_ack(answer, now_ns, ack_error=ack_error(exc)))
+
+
+def _ack(
+    answer: EnvelopeAck,
+    commit_ns: int,
+    *,
+    offset: int = 0,
+    ack_error: pb.Ack.Error.ValueType = pb.Ack.OK,
+) -> pb.Ack:
+    return pb.Ack(
+        stream=answer.stream,
+        partitionSubject=answer.partition_subject,
+        msgSubject=answer.msg_subject,
+        offset=offset,
+        ackInbox=answer.ack_inbox,
+        correlationId=answer.correlation_id,
+        ackPolicy=answer.ack_policy,
+        receptionTimestamp=answer.reception_ns,
+        commitTimestamp=commit_ns,
+        ackError=ack_error,
+    )

@@ -1,0 +1,98 @@
+"""Liftbridge's enveloped publishes, taken in by a partition leader.
+
+A NATS message whose payload starts with the envelope's magic number is a Liftbridge client's
+publish: its key, value, headers and ack instructions travel inside the protobuf, not in NATS
+headers. It is decoded whole or refused with ``EnvelopeError``, and then becomes the same
+``ProduceRequest`` as any other publish, carrying an ``EnvelopeAck`` that says how to answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ingest.produce.envelope_acks import EnvelopeAck
+from ingest.produce.request import ProduceRequest, check_record_size
+from spark_log.errors import InvalidRequestError
+from spark_log.liftbridge import api_pb2 as pb
+from spark_log.liftbridge.envelope import EnvelopeError, decode_publish
+from spark_log.stream_spec import StreamSpec
+
+POLICY_BY_ACK_POLICY: dict[int, str] = {pb.LEADER: "leader", pb.ALL: "all", pb.NONE: "none"}
+"""Liftbridge's AckPolicy as our ack policy (LEADER, the protobuf default, is ``leader``)."""
+NO_EXPECTED_OFFSET = -1
+"""A ``Message.offset`` of -1: the publisher expects no particular offset."""
+
+
+@dataclass(frozen=True, slots=True)
+class EnvelopedPublish:
+    """A decoded Publish envelope: the ``Message``, its headers as text, and its answer
+    (None: no ack inbox, so refusals go to the NATS reply subject as JSON)."""
+
+    message: pb.Message
+    headers: dict[str, str] | None
+    answer: EnvelopeAck | None
+
+
+def open_envelope(
+    subject: str, data: bytes, spec: StreamSpec, partition: int, reception_ns: int
+) -> EnvelopedPublish:
+    """Decode a Publish envelope received on ``subject``; ``EnvelopeError`` if it is corrupt
+    (including an unknown ack policy and a header value that is not UTF-8)."""
+    message = decode_publish(data)
+    if message.ackPolicy not in POLICY_BY_ACK_POLICY:
+        raise EnvelopeError(f"Liftbridge Publish envelope: unknown ack policy {message.ackPolicy}")
+    answer = None
+    if message.ackInbox:
+        answer = EnvelopeAck(
+            stream=spec.name,
+            partition_subject=spec.partition_subject(partition),
+            msg_subject=subject,
+            ack_inbox=message.ackInbox,
+            correlation_id=message.correlationId,
+            ack_policy=message.ackPolicy,
+            reception_ns=reception_ns,
+        )
+    return EnvelopedPublish(message, _text_headers(message), answer)
+
+
+def request_from_envelope(
+    subject: str, reply: str | None, enveloped: EnvelopedPublish, spec: StreamSpec
+) -> ProduceRequest:
+    """The produce request of a decoded envelope; a typed error (answered on the ack inbox)
+    if the stream refuses it. Without an ack inbox a stored publish is not acknowledged, as
+    in Liftbridge, while a refusal still reaches the NATS reply subject."""
+    message, answer = enveloped.message, enveloped.answer
+    occ = spec.optimistic_concurrency_control
+    if occ and message.ackPolicy == pb.NONE:
+        raise InvalidRequestError(
+            f"stream {spec.name} uses optimistic concurrency control: a publish must ask "
+            "for an ack (ack policy LEADER or ALL, not NONE)"
+        )
+    check_record_size(len(message.value), spec)
+    expected = message.offset if occ and message.offset != NO_EXPECTED_OFFSET else None
+    return ProduceRequest(
+        subject=subject,
+        reply=answer.ack_inbox if answer is not None else reply,
+        ack_policy=POLICY_BY_ACK_POLICY[message.ackPolicy] if answer is not None else "none",
+        msg_id=None,
+        expected_offset=expected,
+        key=message.key or None,
+        value=message.value,
+        headers=enveloped.headers,
+        envelope=answer,
+    )
+
+
+def _text_headers(message: pb.Message) -> dict[str, str] | None:
+    """The Message's ``map<string, bytes>`` headers as our text headers."""
+    if not message.headers:
+        return None
+    headers: dict[str, str] = {}
+    for name, value in message.headers.items():
+        try:
+            headers[name] = value.decode()
+        except UnicodeDecodeError as exc:
+            raise EnvelopeError(
+                f"Liftbridge Publish envelope: header {name[:40]!r} is not UTF-8 text"
+            ) from exc
+    return headers
