@@ -64,7 +64,7 @@ from spark_log.liftbridge import api_pb2_grpc
 from spark_log.nats_config import NatsCredentials
 
 WINDOW = 256
-DEFAULT_RECORDS = 20_000
+DEFAULT_RECORDS = 10_000
 DEFAULT_SIZE = 1024
 DEFAULT_RUNS = 3
 DEFAULT_RATE_PER_S = 500
@@ -311,7 +311,7 @@ async def measure_all(
         client,
         httpx.AsyncClient(base_url=node.api_url, timeout=ACK_TIMEOUT_S, limits=limits) as http,
     ):
-        sides = Sides(api_pb2_grpc.APIAsyncStub(channel), client, http, len(stack.nodes))
+        sides = Sides(api_pb2_grpc.APIStub(channel), client, http, len(stack.nodes))
         totals = Totals()
         results = [await measure_run(sides, run, settings, totals, progress) for run in range(runs)]
         lost = await lost_records(client, totals)

@@ -8,9 +8,8 @@ leader sent back with an ``ackError`` is turned into the typed error it stands f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ingest.liftbridge.status import GRPC_CODE_BY_ERROR, status_details
+from ingest.produce.envelope_intake import POLICY_BY_ACK_POLICY
 from spark_log.errors import (
     ExpectedOffsetMismatchError,
     InvalidRequestError,
@@ -19,12 +18,6 @@ from spark_log.errors import (
     RecordTooLargeError,
 )
 from spark_log.liftbridge import api_pb2 as pb
-
-ACK_POLICY_NAMES: dict[pb.AckPolicy.ValueType, str] = {
-    pb.LEADER: "leader",
-    pb.ALL: "all",
-    pb.NONE: "none",
-}
 
 ASYNC_CODE_BY_ERROR: dict[str, pb.PublishAsyncError.Code.ValueType] = {
     "invalid_request": pb.PublishAsyncError.BAD_REQUEST,
@@ -59,7 +52,7 @@ class UnknownAckError(LiftlogError):
 
 def ack_policy_name(value: pb.AckPolicy.ValueType) -> str:
     """Liftbridge's ``AckPolicy`` as a Liftlog ack policy (none, leader, all)."""
-    name = ACK_POLICY_NAMES.get(value)
+    name = POLICY_BY_ACK_POLICY.get(value)
     if name is None:
         raise InvalidRequestError(f"ackPolicy {value} is none of LEADER (0), ALL (1), NONE (2)")
     return name
@@ -90,39 +83,3 @@ def ack_refusal(ack: pb.Ack) -> LiftlogError | None:
     if known is not None:
         return type(known)(known.message)
     return UnknownAckError(f"the partition's leader refused the publish (ackError {ack.ackError})")
-
-
-@dataclass(frozen=True, slots=True)
-class AckFields:
-    """What every ack of one publish says besides its offset and commit time."""
-
-    stream: str
-    partition_subject: str
-    msg_subject: str
-    ack_inbox: str
-    correlation_id: str
-    ack_policy: pb.AckPolicy.ValueType
-    reception_ns: int
-
-    def ack(self, offset: int, commit_ns: int) -> pb.Ack:
-        return pb.Ack(
-            stream=self.stream,
-            partitionSubject=self.partition_subject,
-            msgSubject=self.msg_subject,
-            offset=offset,
-            ackInbox=self.ack_inbox,
-            correlationId=self.correlation_id,
-            ackPolicy=self.ack_policy,
-            receptionTimestamp=self.reception_ns,
-            commitTimestamp=commit_ns,
-        )
-
-    def complete(self, ack: pb.Ack, commit_ns: int) -> pb.Ack:
-        """An ack that came back from another node, with every field it left empty filled
-        in from the publish (a leader answering in Liftlog's own ack format names only the
-        stream and the offset). A proto3 merge copies only the fields ``ack`` set; the
-        inbox stays the client's (the leader acked on this node's)."""
-        full = self.ack(ack.offset, commit_ns)
-        full.MergeFrom(ack)
-        full.ackInbox = self.ack_inbox
-        return full

@@ -12,17 +12,20 @@ import time
 from collections.abc import AsyncIterator
 
 from ingest.liftbridge import publish_async as session
-from ingest.liftbridge.acks import AckFields, ack_policy_name
+from ingest.liftbridge.acks import ack_policy_name
 from ingest.liftbridge.calls import RpcCall
+from ingest.liftbridge.peer_channels import is_forwarded
+from ingest.liftbridge.publication import Publication
 from ingest.liftbridge.publish_checks import (
     check_ack_inbox,
     check_publish_subject,
     publish_target,
     text_headers,
 )
-from ingest.liftbridge.publish_path import Publication, deliver
+from ingest.liftbridge.publish_path import deliver
 from ingest.liftbridge.publish_resume import resume_if_paused
 from ingest.liftbridge.subject_publish import publish_on_subject
+from ingest.produce.envelope_acks import EnvelopeAck
 from spark_log.liftbridge import api_pb2 as pb
 
 
@@ -31,7 +34,7 @@ async def publish(call: RpcCall, request: pb.PublishRequest) -> pb.PublishRespon
     target = publish_target(call.node, request)
     check_ack_inbox(request.ackInbox)
     await resume_if_paused(call, target)
-    fields = AckFields(
+    fields = EnvelopeAck(
         stream=target.spec.name,
         partition_subject=target.subject,
         msg_subject=target.subject,
@@ -40,7 +43,7 @@ async def publish(call: RpcCall, request: pb.PublishRequest) -> pb.PublishRespon
         ack_policy=request.ackPolicy,
         reception_ns=received_ns,
     )
-    pub = Publication(target, request.key, request.value, fields)
+    pub = Publication(target, request.key, request.value, fields, is_forwarded(call.context))
     ack = await deliver(call.node, pub, ack_wait(call, target.ack_policy))
     if ack is None:
         return pb.PublishResponse()

@@ -14,11 +14,15 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable
 
-from ingest.liftbridge.acks import AckFields, async_refusal
+from ingest.liftbridge.acks import async_refusal
 from ingest.liftbridge.calls import RpcCall
+from ingest.liftbridge.peer_channels import is_forwarded
+from ingest.liftbridge.peer_streams import ForwardedStreams
+from ingest.liftbridge.publication import Publication
 from ingest.liftbridge.publish_checks import PublishTarget, publish_target
-from ingest.liftbridge.publish_path import Publication, dispatch, within
+from ingest.liftbridge.publish_path import dispatch, within
 from ingest.liftbridge.publish_resume import resume_if_paused
+from ingest.produce.envelope_acks import EnvelopeAck
 from spark_log.errors import LiftlogError
 from spark_log.liftbridge import api_pb2 as pb
 
@@ -43,6 +47,8 @@ class PublishAsyncSession:
         self._answers: asyncio.Queue[pb.PublishResponse | None] = asyncio.Queue()
         self._in_flight: set[asyncio.Task[None]] = set()
         self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+        self._forwarded = is_forwarded(call.context)
+        self._streams = ForwardedStreams(call.node)
 
     async def run(
         self, requests: AsyncIterator[pb.PublishRequest]
@@ -56,6 +62,7 @@ class PublishAsyncSession:
             reader.cancel()
             for task in list(self._in_flight):
                 task.cancel()
+            self._streams.close()
 
     async def _read(self, requests: AsyncIterator[pb.PublishRequest]) -> None:
         try:
@@ -78,8 +85,10 @@ class PublishAsyncSession:
             target = publish_target(self._call.node, request)
             await resume_if_paused(self._call, target)
             fields = _fields(request, target, received_ns)
-            pub = Publication(target, request.key, request.value, fields)
-            waiting = await dispatch(self._call.node, pub, wait=target_acks(pub))
+            pub = Publication(target, request.key, request.value, fields, self._forwarded)
+            waiting = await dispatch(
+                self._call.node, pub, wait=target_acks(pub), streams=self._streams
+            )
         except LiftlogError as exc:
             self._slots.release()
             self._answers.put_nowait(async_refusal(request.correlationId, exc))
@@ -111,8 +120,8 @@ class PublishAsyncSession:
             )
 
 
-def _fields(request: pb.PublishRequest, target: PublishTarget, received_ns: int) -> AckFields:
-    return AckFields(
+def _fields(request: pb.PublishRequest, target: PublishTarget, received_ns: int) -> EnvelopeAck:
+    return EnvelopeAck(
         stream=target.spec.name,
         partition_subject=target.subject,
         msg_subject=target.subject,

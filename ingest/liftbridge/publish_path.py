@@ -1,11 +1,13 @@
-"""Where a Liftbridge publish is written: this node's leader replica, or its leader over NATS.
+"""Where a Liftbridge publish is written: this node's leader replica, or its leader elsewhere.
 
 A Liftbridge client sends a publish to any node. The leader of the partition enters the
 produce path a REST publish takes (``replica.produce``); any other node puts the publish on
 the partition's subject as a Liftbridge envelope, as a Liftbridge publisher would, and the
-leader's NATS intake stores it and acks on this node's inbox. Without ``wait`` the publish is
-fire-and-forget (Liftbridge's answer to a Publish without a deadline or with AckPolicy NONE):
-the record is still stored, and an ack inbox the client named still gets its ack.
+leader's NATS intake stores it and acks on this node's inbox. With authentication on a node
+may not publish on streams' subjects, so it calls the leader's own Liftbridge API instead, as
+the caller (ingest/liftbridge/peer_publish.py, peer_streams.py). Without ``wait`` the publish
+is fire-and-forget (Liftbridge's answer to a Publish without a deadline or with AckPolicy
+NONE): the record is still stored, and an ack inbox the client named still gets its ack.
 """
 
 from __future__ import annotations
@@ -14,18 +16,26 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass
 
 from nats.aio.client import Client as NatsClient
 
 from coordinator.znodes import NO_LEADER
 from ingest.admin.node_view import NodeView
 from ingest.liftbridge.ack_inbox import AckInbox, ack_inbox
-from ingest.liftbridge.acks import AckFields, ack_refusal
+from ingest.liftbridge.acks import ack_refusal
+from ingest.liftbridge.peer_publish import forward_publish
+from ingest.liftbridge.peer_streams import ForwardedStreams
+from ingest.liftbridge.publication import Publication
 from ingest.liftbridge.publish_checks import NO_EXPECTED_OFFSET, PublishTarget
 from ingest.produce.request import local_request
 from ingest.replica.replica import PartitionReplica
-from spark_log.errors import LiftlogError, NatsConnectError, RequestTimeoutError, UnavailableError
+from spark_log.errors import (
+    LiftlogError,
+    NatsConnectError,
+    NotLeaderError,
+    RequestTimeoutError,
+    UnavailableError,
+)
 from spark_log.liftbridge import api_pb2 as pb
 from spark_log.liftbridge.envelope import encode_ack, encode_publish
 
@@ -35,36 +45,54 @@ _background: set[asyncio.Task[None]] = set()
 """Fire-and-forget publishes still being stored (a task nobody holds may be collected)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Publication:
-    """One checked publish on its way to its partition."""
-
-    target: PublishTarget
-    key: bytes
-    value: bytes
-    fields: AckFields
+FORWARD_ACK_TIMEOUT_S = 30.0
+"""How long a publish forwarded over gRPC waits for its ack when its caller set no bound."""
 
 
 async def deliver(node: NodeView, pub: Publication, timeout: float | None) -> pb.Ack | None:
     """Store ``pub``; with a ``timeout`` (seconds) wait that long for its ack (else
     RequestTimeoutError), without one return None at once. A refusal raises its typed error."""
     if timeout is None:
-        _in_background(await dispatch(node, pub, wait=False), pub)
+        in_background(await dispatch(node, pub, wait=False), pub)
         return None
-    return await within(await dispatch(node, pub, wait=True), timeout, pub)
+    return await within(await dispatch(node, pub, wait=True, deadline_s=timeout), timeout, pub)
 
 
-async def dispatch(node: NodeView, pub: Publication, *, wait: bool) -> Awaitable[pb.Ack | None]:
+async def dispatch(
+    node: NodeView,
+    pub: Publication,
+    *,
+    wait: bool,
+    deadline_s: float | None = None,
+    streams: ForwardedStreams | None = None,
+) -> Awaitable[pb.Ack | None]:
     """Put ``pub`` on its way and return what yields its ack. Publishes dispatched one after
     the other by one caller are stored in that order (PublishAsync keeps a stream's order by
-    dispatching its requests in sequence): a local publish is queued by a task started now
-    (tasks start in the order they are made), a forwarded one is on the NATS connection when
-    this returns. Without ``wait`` a forwarded publish asks for no ack (its awaitable yields
-    None)."""
+    dispatching its requests in sequence, forwarding through its own ``streams``): a local
+    publish is queued by a task started now (tasks start in the order they are made), a
+    forwarded one is on the NATS connection or its gRPC call when this returns. Without
+    ``wait`` a forwarded publish asks for no ack (its awaitable yields None); ``deadline_s``
+    bounds a unary forward's wait for its ack (the leader waits as long)."""
     replica = _leader_replica(node, pub.target)
     if replica is not None:
         return asyncio.ensure_future(_store_here(node, replica, pub))
-    return await _forward(node, pub, wait)
+    target = pub.target
+    if pub.forwarded:  # sent here as to the leader: the leader moved, the client must look
+        raise NotLeaderError(
+            f"broker {node.config.broker_id} does not lead {target.spec.name}/"
+            f"{target.partition} (it moved): refresh the metadata and retry"
+        )
+    if target.leader == NO_LEADER:
+        raise UnavailableError(
+            f"{target.spec.name}/{target.partition} has no leader now (an election is under "
+            "way): retry"
+        )
+    if not node.auth.enabled:
+        return await _forward(node, pub, wait)
+    if streams is not None:
+        return await streams.send(pub, wait)
+    bound = (deadline_s or FORWARD_ACK_TIMEOUT_S) if wait else None
+    return await forward_publish(node, pub, bound)
 
 
 def _leader_replica(node: NodeView, target: PublishTarget) -> PartitionReplica | None:
@@ -90,11 +118,6 @@ async def _store_here(node: NodeView, replica: PartitionReplica, pub: Publicatio
 
 async def _forward(node: NodeView, pub: Publication, wait: bool) -> Awaitable[pb.Ack | None]:
     target = pub.target
-    if target.leader == NO_LEADER:
-        raise UnavailableError(
-            f"{target.spec.name}/{target.partition} has no leader now (an election is under "
-            "way): retry"
-        )
     nc = nats_connection(node)
     message = envelope_message(pub)
     if not wait:
@@ -175,7 +198,9 @@ async def within(
         ) from exc
 
 
-def _in_background(storing: Awaitable[pb.Ack | None], pub: Publication) -> None:
+def in_background(storing: Awaitable[pb.Ack | None], pub: Publication) -> None:
+    """Let ``storing`` finish on its own; a refusal is only logged (nobody waits for it)."""
+
     async def run() -> None:
         try:
             await storing

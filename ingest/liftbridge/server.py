@@ -16,6 +16,7 @@ import grpc
 
 from ingest.admin.node_view import NodeView
 from ingest.groups.node_services import ConsumerServices
+from ingest.liftbridge.peer_channels import close_peer_channels
 from ingest.liftbridge.servicer import LiftbridgeApi
 from ingest.liftbridge.tls_front import TlsFront
 from spark_log.liftbridge import api_pb2_grpc
@@ -88,7 +89,7 @@ class LiftbridgeServer:
 
     async def stop(self) -> None:
         """No new connections, running RPCs get ``STOP_GRACE_S`` to end, then every
-        connection is closed."""
+        connection is closed, the channels to other nodes' APIs too."""
         if self._front is not None:
             self._front.stop_accepting()
         if self._server is not None:
@@ -97,3 +98,4 @@ class LiftbridgeServer:
         if self._front is not None:
             await self._front.stop()
             self._front = None
+        await close_peer_channels(self._node)

@@ -61,11 +61,26 @@ GRPC_CODE_BY_ERROR: dict[str, grpc.StatusCode] = {
 }
 
 
+class RelayedStatusError(LiftlogError):
+    """A status the partition's leader (or the channel to it) ended a forwarded call with
+    that names no Liftlog error: answered with the same code and details."""
+
+    code = "relayed_status"
+
+    def __init__(self, status: grpc.StatusCode, details: str) -> None:
+        super().__init__(details)
+        self.grpc_status = status
+
+
 def grpc_code(error: LiftlogError) -> grpc.StatusCode:
     """The status an error is answered with; INTERNAL for a code without one."""
+    if isinstance(error, RelayedStatusError):
+        return error.grpc_status
     return GRPC_CODE_BY_ERROR.get(error.code, grpc.StatusCode.INTERNAL)
 
 
 def status_details(error: LiftlogError) -> str:
     """``<code>: <message>``: the Liftlog code stays readable behind the gRPC status."""
+    if isinstance(error, RelayedStatusError):
+        return error.message
     return f"{error.code}: {error.message}"

@@ -3,8 +3,10 @@
 The caller must be allowed to publish on every stream whose partition listens on the subject
 (as this node last saw the streams); a subject no stream records is still published, as
 Liftbridge does, unless authentication is on (PERMISSION_DENIED: the node would lend its
-NATS login). With a deadline and an ack policy other than NONE, the first ack any of
-those streams' leaders sends is the answer (or DEADLINE_EXCEEDED), returned as it came,
+NATS login). With authentication on the node may not publish on streams' subjects at all:
+the record goes to those partitions as a Publish would (ingest/liftbridge/subject_dispatch.py).
+With a deadline and an ack policy other than NONE, the first ack any of those streams'
+leaders sends is the answer (or DEADLINE_EXCEEDED), returned as it came,
 ``ackError`` included, as Liftbridge returns it.
 """
 
@@ -15,10 +17,11 @@ import time
 
 from ingest.admin.node_view import NodeView
 from ingest.liftbridge.ack_inbox import ack_inbox
-from ingest.liftbridge.acks import AckFields
 from ingest.liftbridge.calls import RpcCall
 from ingest.liftbridge.publish_checks import NO_EXPECTED_OFFSET
 from ingest.liftbridge.publish_path import nats_connection, tell_client
+from ingest.liftbridge.subject_dispatch import publish_to_partitions
+from ingest.produce.envelope_acks import EnvelopeAck
 from spark_log.auth import Action, stream_resource
 from spark_log.errors import ForbiddenError, RequestTimeoutError
 from spark_log.liftbridge import api_pb2 as pb
@@ -52,6 +55,8 @@ async def publish_on_subject(
         )
     for name in streams:
         call.require(Action.PUBLISH, stream_resource(name))
+    if call.node.auth.enabled:
+        return await publish_to_partitions(call, request, streams, timeout)
     nc = nats_connection(call.node)
     message = pb.Message(
         key=request.key,
@@ -78,7 +83,7 @@ async def publish_on_subject(
         ) from exc
     finally:
         inbox.release(reply)
-    fields = AckFields(
+    fields = EnvelopeAck(
         stream="",
         partition_subject="",
         msg_subject=request.subject,

@@ -32,6 +32,9 @@ log = logging.getLogger("liftlog.liftbridge")
 ALPN_HTTP2 = "h2"
 UNIX_PEER_PREFIX = "unix:"
 BACKEND_SOCKET_NAME = "grpc.sock"
+SOCKET_BASE_DIR = "/tmp"
+"""Where the private socket directory goes: a Unix socket's path is limited to 107 bytes, and
+``$TMPDIR`` may be deep (test runners set one per test)."""
 
 _principals: dict[str, str] = {}
 """gRPC peer (``unix:<relay socket>``) -> the CN of the certificate its connection presented.
@@ -152,7 +155,7 @@ class TlsFront:
 
     def __init__(self, tls: ApiTlsConfig) -> None:
         self._context = front_ssl_context(tls)
-        self._dir = Path(tempfile.mkdtemp(prefix="liftlog-grpc-"))  # mode 0700
+        self._dir = Path(tempfile.mkdtemp(prefix="liftlog-grpc-", dir=SOCKET_BASE_DIR))  # 0700
         self._backend = self._dir / BACKEND_SOCKET_NAME
         self._names = itertools.count()
         self._server: asyncio.Server | None = None

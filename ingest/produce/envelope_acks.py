@@ -34,7 +34,9 @@ ACK_ERROR_BY_CODE: dict[str, pb.Ack.Error.ValueType] = {
 
 @dataclass(frozen=True, slots=True)
 class EnvelopeAck:
-    """How an enveloped publish with an ack inbox is answered (None on a plain publish)."""
+    """What every ``Ack`` of one Liftbridge publish says besides its offset and commit time: an
+    enveloped publish with an ack inbox carries one (None on a plain publish), and so does a
+    publish over the gRPC API."""
 
     stream: str
     partition_subject: str
@@ -46,6 +48,32 @@ class EnvelopeAck:
     reception_ns: int
     """When the leader took the publish in, Unix nanoseconds."""
 
+    def ack(
+        self, offset: int, commit_ns: int, ack_error: pb.Ack.Error.ValueType = pb.Ack.OK
+    ) -> pb.Ack:
+        """The ``Ack`` of this publish at ``offset`` (``ack_error``: why it was refused)."""
+        return pb.Ack(
+            stream=self.stream,
+            partitionSubject=self.partition_subject,
+            msgSubject=self.msg_subject,
+            offset=offset,
+            ackInbox=self.ack_inbox,
+            correlationId=self.correlation_id,
+            ackPolicy=self.ack_policy,
+            receptionTimestamp=self.reception_ns,
+            commitTimestamp=commit_ns,
+            ackError=ack_error,
+        )
+
+    def complete(self, ack: pb.Ack, commit_ns: int) -> pb.Ack:
+        """An ack that came back from another node, with every field it left empty filled
+        in from the publish. A proto3 merge copies only the fields ``ack`` set; the inbox
+        stays the client's (the leader acked on the forwarding node's)."""
+        full = self.ack(ack.offset, commit_ns)
+        full.MergeFrom(ack)
+        full.ackInbox = self.ack_inbox
+        return full
+
 
 def ack_error(exc: LiftlogError) -> pb.Ack.Error.ValueType:
     return ACK_ERROR_BY_CODE.get(exc.code, pb.Ack.UNKNOWN)
@@ -53,30 +81,9 @@ def ack_error(exc: LiftlogError) -> pb.Ack.Error.ValueType:
 
 def encode_envelope_ack(answer: EnvelopeAck, offset: int, commit_ns: int) -> bytes:
     """The enveloped ``Ack`` of a stored record (``commit_ns``: when it is sent)."""
-    return encode_ack(_ack(answer, commit_ns, offset=offset))
+    return encode_ack(answer.ack(offset, commit_ns))
 
 
 def encode_envelope_error(answer: EnvelopeAck, exc: LiftlogError, now_ns: int) -> bytes:
     """The enveloped ``Ack`` of a refused publish: no offset, ``ackError`` says why."""
-    return encode_ack(_ack(answer, now_ns, ack_error=ack_error(exc)))
-
-
-def _ack(
-    answer: EnvelopeAck,
-    commit_ns: int,
-    *,
-    offset: int = 0,
-    ack_error: pb.Ack.Error.ValueType = pb.Ack.OK,
-) -> pb.Ack:
-    return pb.Ack(
-        stream=answer.stream,
-        partitionSubject=answer.partition_subject,
-        msgSubject=answer.msg_subject,
-        offset=offset,
-        ackInbox=answer.ack_inbox,
-        correlationId=answer.correlation_id,
-        ackPolicy=answer.ack_policy,
-        receptionTimestamp=answer.reception_ns,
-        commitTimestamp=commit_ns,
-        ackError=ack_error,
-    )
+    return encode_ack(answer.ack(0, now_ns, ack_error(exc)))

@@ -15,6 +15,7 @@ from spark_log.liftbridge import api_pb2 as pb
 from spark_log.liftbridge import api_pb2_grpc
 from spark_log.liftbridge.envelope import decode_ack
 from tests.integration.conftest import create_stream, fetch
+from tests.support.stacks import secure_stack
 from tests.support.waiting import wait_for
 
 DEADLINE_S = 10.0
@@ -215,8 +216,13 @@ async def test_publish_to_subject_is_stored_by_the_stream_recording_the_subject(
 async def test_publish_to_subject_without_a_stream_waits_for_its_deadline(
     lb: api_pb2_grpc.APIStub, stream_name: str
 ) -> None:
-    """Liftbridge publishes to a subject no stream records; nobody acks it."""
+    """Liftbridge publishes to a subject no stream records; nobody acks it. With
+    authentication on the node refuses it instead: its NATS login is nobody's to borrow."""
     request = pb.PublishToSubjectRequest(subject=f"{stream_name}.nobody", value=b"x")
+    if secure_stack():
+        refused = await _refused(lb.PublishToSubject(request, timeout=0.5))
+        assert refused.code() == grpc.StatusCode.PERMISSION_DENIED
+        return
     assert not (await lb.PublishToSubject(request)).HasField("ack")
     refused = await _refused(lb.PublishToSubject(request, timeout=0.5))
     assert refused.code() == grpc.StatusCode.DEADLINE_EXCEEDED

@@ -11,6 +11,9 @@ asserted (PERMISSION_DENIED or UNAUTHENTICATED, or neither).
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +27,7 @@ from spark_log.client.credentials import ClientCredentials
 from spark_log.liftbridge import api_pb2 as pb
 from spark_log.liftbridge import api_pb2_grpc
 from tests.support.auth_stack import AuthCluster, start_secure_cluster
+from tests.support.docs.blocks import REPO, parse
 from tests.support.liftbridge_client import liftbridge_stub
 from tests.support.waiting import wait_for_async
 
@@ -40,6 +44,9 @@ UNAUTHENTICATED = grpc.StatusCode.UNAUTHENTICATED
 
 if TYPE_CHECKING:  # the async stub's type exists in the generated .pyi only
     Rpc = Callable[[api_pb2_grpc.APIAsyncStub], Awaitable[object]]
+
+
+DOC = REPO / "docs" / "liftbridge.md"
 
 
 @dataclass(frozen=True)
@@ -388,3 +395,25 @@ async def test_a_cursor_call_forwarded_to_its_leader_passes_as_the_caller(
             async with liftbridge_stub(reader, credentials) as stub:
                 got = await stub.FetchCursor(pb.FetchCursorRequest(stream=STREAM_A, cursorId="fwd"))
             assert got.offset == offset, reader
+
+
+def test_the_documented_tls_client_reaches_the_secured_stack(
+    secured: Secured, tmp_path: Path
+) -> None:
+    """docs/liftbridge.md's grpc example, run as written from a directory holding the stack's
+    data directory as ``liftlog-data`` (only the address is the stack's own)."""
+    block = next(b for b in parse(DOC).blocks if b.lang == "python" and "secure_channel" in b.text)
+    (tmp_path / "liftlog-data").symlink_to(secured.cluster.cert_dir)
+    script = tmp_path / "example.py"
+    script.write_text(block.text.replace("127.0.0.1:9292", secured.cluster.grpc_addresses[0]))
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "brokers" in done.stdout and STREAM_A in done.stdout, done.stdout

@@ -8,13 +8,13 @@ import pytest
 
 from ingest.liftbridge.ack_inbox import read_ack
 from ingest.liftbridge.acks import (
-    AckFields,
     ack_policy_name,
     ack_refusal,
     async_error,
     async_refusal,
 )
 from ingest.liftbridge.status import grpc_code
+from ingest.produce.envelope_acks import EnvelopeAck
 from spark_log.errors import (
     ExpectedOffsetMismatchError,
     ForbiddenError,
@@ -30,7 +30,7 @@ from spark_log.liftbridge import api_pb2 as pb
 from spark_log.liftbridge.envelope import encode_ack
 from spark_log.wire import encode_error
 
-FIELDS = AckFields(
+FIELDS = EnvelopeAck(
     stream="s",
     partition_subject="s.in",
     msg_subject="s.in",

@@ -25,7 +25,7 @@ class PublishedError(LiftlogError):
     """Raised by the fake NATS connection: nothing may be published in these tests."""
 
 
-def _call(denied: set[str], *specs: StreamSpec) -> RpcCall:
+def _call(denied: set[str], *specs: StreamSpec, auth: bool = True) -> RpcCall:
     def require(action: Action, resource: str) -> None:
         if action == Action.PUBLISH and resource in {stream_resource(s) for s in denied}:
             raise ForbiddenError(f"may not publish on {resource}")
@@ -45,13 +45,17 @@ def _call(denied: set[str], *specs: StreamSpec) -> RpcCall:
         replicas=SimpleNamespace(streams=streams),
         nc=SimpleNamespace(is_connected=True, publish=publish),
         config=SimpleNamespace(broker_id=1),
-        auth=SimpleNamespace(enabled=True),
+        auth=SimpleNamespace(enabled=auth),
     )
 
     def authorize(request: pb.PublishRequest) -> None:
         require(Action.PUBLISH, stream_resource(request.stream))
 
-    return cast(RpcCall, SimpleNamespace(node=node, require=require, authorize=authorize))
+    context = SimpleNamespace(invocation_metadata=lambda: ())
+    return cast(
+        RpcCall,
+        SimpleNamespace(node=node, require=require, authorize=authorize, context=context),
+    )
 
 
 async def _requests(*requests: pb.PublishRequest) -> AsyncIterator[pb.PublishRequest]:
@@ -93,6 +97,6 @@ async def test_publish_to_subject_needs_publish_on_every_stream_recording_it() -
     request = pb.PublishToSubjectRequest(subject="orders.in", value=b"x")
     with pytest.raises(ForbiddenError, match=re.escape(stream_resource("b"))):
         await publish_on_subject(call, request, None)
-    allowed = _call(set(), StreamSpec(name="a", subject="orders.in"))
-    with pytest.raises(PublishedError):  # judged and let through: it reaches NATS
+    allowed = _call(set(), StreamSpec(name="a", subject="orders.in"), auth=False)
+    with pytest.raises(PublishedError):  # let through: without auth it reaches NATS
         await publish_on_subject(allowed, request, None)
