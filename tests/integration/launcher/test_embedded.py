@@ -236,6 +236,7 @@ def test_standalone_names_every_taken_port_and_starts_nothing(temp_dir):
             nats_port=free_port(),
             zk_port=zk_port,
             api_port=api_port,
+            liftbridge_port=free_port(),
         )
         with pytest.raises(PortInUseError) as raised:
             standalone.start()

@@ -67,6 +67,7 @@ def _second_launcher(data_dir: Path) -> subprocess.CompletedProcess[str]:
         [
             LIFTLOG, "standalone", "--data-dir", str(data_dir), "--nats-port", str(free_port()),
             "--zk-port", str(free_port()), "--api-port", str(free_port_block(1)),
+            "--liftbridge-port", str(free_port_block(1)),
         ],
         capture_output=True,
         text=True,

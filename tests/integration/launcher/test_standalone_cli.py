@@ -72,6 +72,7 @@ class Standalone:
     ) -> None:
         self.data_dir = data_dir
         self.api_port = free_port_block(nodes)
+        self.liftbridge_port = free_port_block(nodes)
         self.lines: list[str] = []
         self.proc = subprocess.Popen(
             [
@@ -87,6 +88,8 @@ class Standalone:
                 str(zk_port or free_port()),
                 "--api-port",
                 str(self.api_port),
+                "--liftbridge-port",
+                str(self.liftbridge_port),
                 *extra,
             ],
             stdout=subprocess.PIPE,
@@ -364,6 +367,7 @@ def test_a_taken_port_is_named_with_its_flag_before_anything_starts(tmp_path: Pa
             [
                 LIFTLOG, "standalone", "--data-dir", str(data_dir), "--nats-port", str(busy),
                 "--zk-port", str(free_port()), "--api-port", str(free_port_block(1)),
+                "--liftbridge-port", str(free_port_block(1)),
             ],
             capture_output=True,
             text=True,

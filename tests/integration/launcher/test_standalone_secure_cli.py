@@ -49,10 +49,14 @@ class SecureStandalone:
         self.api_port: int = reuse_ports.api_port if reuse_ports else free_port_block(nodes)
         self.nats_port: int = reuse_ports.nats_port if reuse_ports else free_port_block(3)
         self.zk_port: int = reuse_ports.zk_port if reuse_ports else free_port_block(3)
+        self.liftbridge_port: int = (
+            reuse_ports.liftbridge_port if reuse_ports else free_port_block(nodes)
+        )
         argv = [
             LIFTLOG, "standalone", "--secure", "--nodes", str(nodes), "--data-dir", str(data_dir),
             "--nats-port", str(self.nats_port), "--zk-port", str(self.zk_port),
-            "--api-port", str(self.api_port), *extra,
+            "--api-port", str(self.api_port), "--liftbridge-port", str(self.liftbridge_port),
+            *extra,
         ]  # fmt: skip
         self.lines: list[str] = []
         self.proc = popen_dying_with_parent(
