@@ -20,12 +20,12 @@ from ingest.liftbridge.publish_checks import (
     check_ack_inbox,
     check_publish_subject,
     publish_target,
-    text_headers,
 )
 from ingest.liftbridge.publish_path import deliver
 from ingest.liftbridge.publish_resume import resume_if_paused
 from ingest.liftbridge.subject_publish import publish_on_subject
 from ingest.produce.envelope_acks import EnvelopeAck
+from ingest.produce.envelope_intake import text_headers
 from spark_log.liftbridge import api_pb2 as pb
 
 

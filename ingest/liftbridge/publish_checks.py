@@ -10,13 +10,13 @@ headers are bytes and Liftlog's are text: a header that is not UTF-8 is refused 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from coordinator.znodes import NO_LEADER, StreamRecord
 from ingest.admin.node_view import NodeView
 from ingest.admin.streams import refuse_internal
 from ingest.liftbridge.acks import ack_policy_name
+from ingest.produce.envelope_intake import text_headers
 from ingest.produce.request import check_record_size
 from spark_log.errors import (
     InvalidRequestError,
@@ -94,21 +94,6 @@ def expected_offset(value: int, spec: StreamSpec) -> int | None:
     if not spec.optimistic_concurrency_control or value == NO_EXPECTED_OFFSET:
         return None
     return value
-
-
-def text_headers(headers: Mapping[str, bytes]) -> dict[str, str] | None:
-    """Liftbridge's byte headers as Liftlog's text headers (None: no headers)."""
-    if not headers:
-        return None
-    decoded: dict[str, str] = {}
-    for name, value in headers.items():
-        try:
-            decoded[name] = value.decode()
-        except UnicodeDecodeError as exc:
-            raise InvalidRequestError(
-                f"header {name!r} is not UTF-8 text (Liftlog stores headers as text)"
-            ) from exc
-    return decoded
 
 
 def check_ack_inbox(subject: str) -> None:

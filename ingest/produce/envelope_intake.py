@@ -8,6 +8,7 @@ headers. It is decoded whole or refused with ``EnvelopeError``, and then becomes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ingest.produce.envelope_acks import EnvelopeAck
@@ -85,14 +86,22 @@ def request_from_envelope(
 
 def _text_headers(message: pb.Message) -> dict[str, str] | None:
     """The Message's ``map<string, bytes>`` headers as our text headers."""
-    if not message.headers:
+    return text_headers(message.headers, EnvelopeError, "Liftbridge Publish envelope: ")
+
+
+def text_headers(
+    headers: Mapping[str, bytes],
+    error: type[InvalidRequestError] = InvalidRequestError,
+    where: str = "",
+) -> dict[str, str] | None:
+    """Liftbridge's byte headers as Liftlog's text headers (None: no headers); a value that
+    is not UTF-8 is refused with ``error``, since Liftlog stores headers as text."""
+    if not headers:
         return None
-    headers: dict[str, str] = {}
-    for name, value in message.headers.items():
+    decoded: dict[str, str] = {}
+    for name, value in headers.items():
         try:
-            headers[name] = value.decode()
+            decoded[name] = value.decode()
         except UnicodeDecodeError as exc:
-            raise EnvelopeError(
-                f"Liftbridge Publish envelope: header {name[:40]!r} is not UTF-8 text"
-            ) from exc
-    return headers
+            raise error(f"{where}header {name[:40]!r} is not UTF-8 text") from exc
+    return decoded

@@ -13,8 +13,8 @@ from ingest.liftbridge.publish_checks import (
     check_ack_inbox,
     check_publish_subject,
     publish_target,
-    text_headers,
 )
+from ingest.produce.envelope_intake import text_headers
 from ingest.replica.manager import StreamView
 from spark_log.errors import (
     InternalStreamError,
