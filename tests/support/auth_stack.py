@@ -126,7 +126,8 @@ def start_auth_cluster(
     have no credential of their own, so what they forward can only pass as the caller.
     ``secure_material``: the session's secured NATS and ZooKeeper (the nodes still serve
     plain HTTP with this cluster's own token)."""
-    token = secrets.token_urlsafe(24)
+    # never starting with '-': the CLI's argument parser would read it as an option
+    token = f"boot{secrets.token_urlsafe(24)}"
     factory = _node_factory(
         zookeeper, nats_server, root, f"/liftlog-{uuid.uuid4().hex[:12]}", secure_material
     )
