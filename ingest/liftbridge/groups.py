@@ -71,13 +71,16 @@ async def leave_group(
     call: RpcCall, request: pb.LeaveConsumerGroupRequest
 ) -> pb.LeaveConsumerGroupResponse:
     _require_member(request.groupId, request.consumerId)
-    _member_answers(call).forget(request.groupId, request.consumerId)
     groups = call.services.groups
     try:
         await groups.leave(request.groupId, request.consumerId, _checker(call), forwarded=False)
     except FencedMemberError:
+        _member_answers(call).forget(request.groupId, request.consumerId)
         await _raise_if_no_group(call, request.groupId)
         raise
+    # only once the leave was allowed: a caller refused on the member's streams must not
+    # reset what this node remembers of the member
+    _member_answers(call).forget(request.groupId, request.consumerId)
     return pb.LeaveConsumerGroupResponse()
 
 

@@ -14,6 +14,8 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable
 
+import nats.errors
+
 from ingest.liftbridge.acks import async_refusal
 from ingest.liftbridge.calls import RpcCall
 from ingest.liftbridge.peer_channels import is_forwarded
@@ -23,7 +25,7 @@ from ingest.liftbridge.publish_checks import PublishTarget, publish_target
 from ingest.liftbridge.publish_path import dispatch, within
 from ingest.liftbridge.publish_resume import resume_if_paused
 from ingest.produce.envelope_acks import EnvelopeAck
-from spark_log.errors import LiftlogError
+from spark_log.errors import LiftlogError, UnavailableError
 from spark_log.liftbridge import api_pb2 as pb
 
 log = logging.getLogger("liftlog.liftbridge")
@@ -90,13 +92,20 @@ class PublishAsyncSession:
                 self._call.node, pub, wait=target_acks(pub), streams=self._streams
             )
         except LiftlogError as exc:
-            self._slots.release()
-            self._answers.put_nowait(async_refusal(request.correlationId, exc))
+            self._refuse(request, exc)
+            return
+        except (nats.errors.Error, OSError) as exc:  # the node's NATS connection or a socket
+            self._refuse(request, UnavailableError(f"the publish could not be sent on: {exc}"))
             return
         timeout = ACK_TIMEOUT_S if target_acks(pub) else None
         task = asyncio.ensure_future(self._answer(request, pub, waiting, timeout))
         self._in_flight.add(task)
         task.add_done_callback(self._done)
+
+    def _refuse(self, request: pb.PublishRequest, exc: LiftlogError) -> None:
+        """An ``asyncError`` for ``request`` now; the stream goes on."""
+        self._slots.release()
+        self._answers.put_nowait(async_refusal(request.correlationId, exc))
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._in_flight.discard(task)

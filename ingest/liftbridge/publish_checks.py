@@ -9,14 +9,13 @@ headers are bytes and Liftlog's are text: a header that is not UTF-8 is refused 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from coordinator.znodes import NO_LEADER, StreamRecord
 from ingest.admin.node_view import NodeView
 from ingest.admin.streams import refuse_internal
 from ingest.liftbridge.acks import ack_policy_name
-from ingest.produce.envelope_intake import text_headers
+from ingest.produce.envelope_intake import check_plain_subject, text_headers
 from ingest.produce.request import check_record_size
 from spark_log.errors import (
     InvalidRequestError,
@@ -24,14 +23,12 @@ from spark_log.errors import (
     StreamNotFoundError,
     StreamReadOnlyError,
 )
-from spark_log.fetch_wire import is_internal_reply
 from spark_log.liftbridge import api_pb2 as pb
-from spark_log.stream_spec import MAX_SUBJECT_LENGTH, StreamSpec
+from spark_log.stream_spec import StreamSpec
 
 NO_EXPECTED_OFFSET = -1
 """Liftbridge's ``expectedOffset`` that asks for no check."""
 INBOX_TOKEN = "_INBOX"
-_PLAIN_TOKEN = re.compile(r"^[^\s.*>]+$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +97,7 @@ def check_ack_inbox(subject: str) -> None:
     """A client's ``ackInbox`` (empty: none): a plain subject outside Liftlog's and the
     server's namespaces, since the node publishes the ack there in its own name."""
     if subject:
-        _check_plain_subject(subject, "ackInbox")
+        check_plain_subject(subject, "ackInbox")
 
 
 def check_publish_subject(subject: str) -> None:
@@ -108,25 +105,6 @@ def check_publish_subject(subject: str) -> None:
     what looks like an ack) nor a subject of Liftlog or of the server."""
     if not subject:
         raise InvalidRequestError("no subject provided")
-    _check_plain_subject(subject, "subject")
+    check_plain_subject(subject, "subject")
     if subject.split(".", 1)[0] == INBOX_TOKEN:
         raise InvalidRequestError(f"subject {subject!r} is an inbox: nothing is published there")
-
-
-def _check_plain_subject(subject: str, what: str) -> None:
-    """One subject a message can be published on: printable, non-empty tokens without
-    whitespace or wildcards, and outside the nodes' and the server's namespaces."""
-    too_long = len(subject.encode()) > MAX_SUBJECT_LENGTH
-    if (
-        too_long
-        or not subject.isprintable()
-        or not all(map(_PLAIN_TOKEN.match, subject.split(".")))
-    ):
-        raise InvalidRequestError(
-            f"{what} {subject[:60]!r} is not one NATS subject (dot-separated tokens without "
-            f"whitespace or wildcards, at most {MAX_SUBJECT_LENGTH} bytes)"
-        )
-    if is_internal_reply(subject):
-        raise InvalidRequestError(
-            f"{what} {subject!r} is in Liftlog's or the NATS server's namespace"
-        )

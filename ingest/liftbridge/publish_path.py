@@ -131,7 +131,8 @@ async def _forward(node: NodeView, pub: Publication, wait: bool) -> Awaitable[pb
     except BaseException:
         inbox.release(subject)
         raise
-    return _forwarded_ack(node, pub, inbox, subject, future)
+    # a task now, so the reservation is released even if nobody awaits the ack
+    return asyncio.ensure_future(_forwarded_ack(node, pub, inbox, subject, future))
 
 
 async def _nothing() -> None:

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Sequence
 
 from ingest.liftbridge.calls import RpcCall
 from ingest.liftbridge.publication import Publication
-from ingest.liftbridge.publish_checks import publish_target
+from ingest.liftbridge.publish_checks import NO_EXPECTED_OFFSET, publish_target
 from ingest.liftbridge.publish_path import dispatch, in_background
 from ingest.liftbridge.publish_resume import resume_if_paused
 from ingest.produce.envelope_acks import EnvelopeAck
@@ -59,6 +59,7 @@ def _publications(
                 value=request.value,
                 headers=request.headers,
                 ackPolicy=request.ackPolicy,
+                expectedOffset=NO_EXPECTED_OFFSET,  # a subject's publisher expects no offset
             )
             try:
                 target = publish_target(call.node, one)

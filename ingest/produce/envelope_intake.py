@@ -8,19 +8,22 @@ headers. It is decoded whole or refused with ``EnvelopeError``, and then becomes
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ingest.produce.envelope_acks import EnvelopeAck
 from ingest.produce.request import ProduceRequest, check_record_size
 from spark_log.errors import InvalidRequestError
+from spark_log.fetch_wire import is_internal_reply
 from spark_log.liftbridge import api_pb2 as pb
 from spark_log.liftbridge.envelope import EnvelopeError, decode_publish
-from spark_log.stream_spec import StreamSpec
+from spark_log.stream_spec import MAX_SUBJECT_LENGTH, StreamSpec
 
 POLICY_BY_ACK_POLICY: dict[int, str] = {pb.LEADER: "leader", pb.ALL: "all", pb.NONE: "none"}
 """Liftbridge's AckPolicy as our ack policy (LEADER, the protobuf default, is ``leader``)."""
 NO_EXPECTED_OFFSET = -1
+_PLAIN_TOKEN = re.compile(r"^[^\s.*>]+$")
 """A ``Message.offset`` of -1: the publisher expects no particular offset."""
 
 
@@ -44,6 +47,7 @@ def open_envelope(
         raise EnvelopeError(f"Liftbridge Publish envelope: unknown ack policy {message.ackPolicy}")
     answer = None
     if message.ackInbox:
+        check_subject(message.ackInbox, "Liftbridge Publish envelope: ackInbox", EnvelopeError)
         answer = EnvelopeAck(
             stream=spec.name,
             partition_subject=spec.partition_subject(partition),
@@ -105,3 +109,31 @@ def text_headers(
         except UnicodeDecodeError as exc:
             raise error(f"{where}header {name[:40]!r} is not UTF-8 text") from exc
     return decoded
+
+
+def check_plain_subject(
+    subject: str, what: str, error: type[InvalidRequestError] = InvalidRequestError
+) -> None:
+    """One subject a client may have the node publish on: well formed (``check_subject``)
+    and outside the nodes' and the server's namespaces."""
+    check_subject(subject, what, error)
+    if is_internal_reply(subject):
+        raise error(f"{what} {subject!r} is in Liftlog's or the NATS server's namespace")
+
+
+def check_subject(
+    subject: str, what: str, error: type[InvalidRequestError] = InvalidRequestError
+) -> None:
+    """One NATS subject: printable, non-empty tokens without whitespace or wildcards. A
+    subject from a client goes into a ``PUB`` line the node writes: a space or a line break
+    in it would add commands of the client's making, sent under the node's login."""
+    too_long = len(subject.encode()) > MAX_SUBJECT_LENGTH
+    if (
+        too_long
+        or not subject.isprintable()
+        or not all(map(_PLAIN_TOKEN.match, subject.split(".")))
+    ):
+        raise error(
+            f"{what} {subject[:60]!r} is not one NATS subject (dot-separated tokens without "
+            f"whitespace or wildcards, at most {MAX_SUBJECT_LENGTH} bytes)"
+        )

@@ -9,6 +9,8 @@ import re
 import time
 
 import httpx
+import nats
+import nats.errors
 import pytest
 
 from spark_log.liftbridge import api_pb2 as pb
@@ -224,6 +226,25 @@ async def test_an_internal_ack_inbox_is_neither_answered_nor_stored(api, nc, str
     await publish_enveloped(nc, subject, pb.Message(value=b"forged", ackInbox="$JS.API.X"))
     assert (await json_answer(nc, subject, b"genuine"))["offset"] == 0
     assert _metric(api, "liftlog_internal_reply_drops_total", stream_name) == 1
+
+
+async def test_an_ack_inbox_carrying_protocol_lines_is_refused_and_sends_nothing(
+    api, nc, stream_name
+):
+    """An ack inbox goes into a PUB line the node writes: one with a line break would add
+    commands under the node's login, so the envelope is refused whole, stored nowhere."""
+    create_stream(api, stream_name)
+    subject = f"{stream_name}.in"
+    planted = await nc.subscribe(f"{stream_name}.planted")
+    forged = f"x 0\r\n\r\nPUB {stream_name}.planted 5\r\nhello\r\nPUB y"
+    data = encode_publish(pb.Message(value=b"v", ackInbox=forged))
+    answer = await json_answer(nc, subject, data)
+    assert answer["error"]["code"] == "invalid_request"
+    assert "ackInbox" in answer["error"]["message"]
+    assert (await json_answer(nc, subject, b"after"))["offset"] == 0
+    await nc.flush()
+    with pytest.raises(nats.errors.TimeoutError):
+        await planted.next_msg(timeout=0.2)  # nothing was published in the node's name
 
 
 async def test_paused_and_read_only_streams_answer_with_an_ack_error(api, nc, stream_name):
