@@ -45,6 +45,7 @@ class LiftbridgeServer:
         self._services = services
         self._server: grpc.aio.Server | None = None
         self._front: TlsFront | None = None
+        self._servicer: LiftbridgeApi | None = None
 
     @property
     def enabled(self) -> bool:
@@ -62,7 +63,7 @@ class LiftbridgeServer:
                 ("grpc.so_reuseport", 0),
             ]
         )
-        servicer = LiftbridgeApi(self._node, self._services)
+        servicer = self._servicer = LiftbridgeApi(self._node, self._services)
         api_pb2_grpc.add_APIServicer_to_server(servicer, server)
         address = f"{config.api_host}:{config.liftbridge_port}"
         tls = config.api_tls
@@ -93,7 +94,8 @@ class LiftbridgeServer:
         if self._front is not None:
             self._front.stop_accepting()
         if self._server is not None:
-            await self._server.stop(STOP_GRACE_S)
+            running = self._servicer is not None and self._servicer.running > 0
+            await self._server.stop(STOP_GRACE_S if running else None)
             self._server = None
         if self._front is not None:
             await self._front.stop()

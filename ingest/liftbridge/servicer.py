@@ -37,15 +37,21 @@ class LiftbridgeApi(api_pb2_grpc.APIServicer):
     def __init__(self, node: NodeView, services: ConsumerServices) -> None:
         self._node = node
         self._services = services
+        self.running = 0
+        """RPCs being served now: a stop waits for them (grpc's grace costs time even with
+        none running, so a stop without any does not wait)."""
 
     async def _unary(
         self, method: str, request: Req, context: Context, handler: Handler[Req, Resp]
     ) -> Resp:
+        self.running += 1
         try:
             call = open_call(self._node, self._services, method, request, context)
             return await handler(call, request)
         except LiftlogError as exc:
             await context.abort(grpc_code(exc), status_details(exc))
+        finally:
+            self.running -= 1
 
     async def CreateStream(
         self, request: pb.CreateStreamRequest, context: Context
@@ -126,21 +132,28 @@ class LiftbridgeApi(api_pb2_grpc.APIServicer):
     ) -> AsyncIterator[pb.Message]:
         """Server streaming: the empty handshake ``Message`` first, then the records; an
         error before or after the handshake ends the stream with its status."""
+        self.running += 1
         try:
             call = open_call(self._node, self._services, "Subscribe", request, context)
             async for message in subscribe.subscribe(call, request):
                 yield message
         except LiftlogError as exc:
             await context.abort(grpc_code(exc), status_details(exc))
+        finally:
+            self.running -= 1
 
     async def PublishAsync(
         self, request_iterator: AsyncIterator[pb.PublishRequest], context: Context
     ) -> AsyncIterator[pb.PublishResponse]:
         """Bidirectional: each request judged on its own, failures answered as
         ``asyncError`` responses on the stream (only the caller's authentication ends it)."""
+        self.running += 1
         try:
-            call = open_call(self._node, self._services, "PublishAsync", None, context)
-        except LiftlogError as exc:
-            await context.abort(grpc_code(exc), status_details(exc))
-        async for response in publish.publish_async(call, request_iterator):
-            yield response
+            try:
+                call = open_call(self._node, self._services, "PublishAsync", None, context)
+            except LiftlogError as exc:
+                await context.abort(grpc_code(exc), status_details(exc))
+            async for response in publish.publish_async(call, request_iterator):
+                yield response
+        finally:
+            self.running -= 1
