@@ -46,7 +46,7 @@ def create_app(node: NodeView, services: ConsumerServices | None = None) -> Fast
     services = services or ConsumerServices.for_node(node)
     cursors, groups = services.cursors, services.groups
     install_stream_routes(app, node)
-    install_record_routes(app, node, cursors)
+    install_record_routes(app, node, cursors, services.lake)
     install_cluster_routes(app, node)
     install_health_routes(app, node, groups.refresh_lag_metrics)
     install_auth_routes(app, node, node.auth)

@@ -39,8 +39,9 @@ from spark_log.wire import ARROW_STREAM_MEDIA_TYPE
 Encoding = Annotated[str, Query(pattern="^(base64|utf-8)$", description="key/value encoding")]
 
 
-def install_record_routes(app: FastAPI, node: NodeView, cursors: CursorService) -> None:
-    lake = LakeTier()
+def install_record_routes(
+    app: FastAPI, node: NodeView, cursors: CursorService, lake: LakeTier
+) -> None:
 
     @app.get(
         "/v1/streams/{stream}/partitions/{partition}/records",

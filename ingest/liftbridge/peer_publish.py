@@ -18,7 +18,6 @@ from ingest.admin.node_view import NodeView
 from ingest.liftbridge.peer_channels import forward_metadata, peer_channels
 from ingest.liftbridge.peer_errors import error_from_status
 from ingest.liftbridge.publication import Publication
-from ingest.liftbridge.publish_checks import NO_EXPECTED_OFFSET
 from ingest.liftbridge.status import RelayedStatusError
 from spark_log.errors import LiftlogError, RequestTimeoutError
 from spark_log.liftbridge import api_pb2 as pb
@@ -70,15 +69,14 @@ def peer_refusal(node: NodeView, broker: int, exc: grpc.aio.AioRpcError) -> Lift
 def forwarded_request(pub: Publication) -> pb.PublishRequest:
     """The ``PublishRequest`` the client would have sent the leader itself."""
     target, fields = pub.target, pub.fields
-    expected = target.expected_offset
     return pb.PublishRequest(
         key=pub.key,
         value=pub.value,
         stream=target.spec.name,
         partition=target.partition,
-        headers={name: value.encode() for name, value in (target.headers or {}).items()},
+        headers=pub.byte_headers,
         ackInbox=fields.ack_inbox,
         correlationId=fields.correlation_id,
         ackPolicy=fields.ack_policy,
-        expectedOffset=NO_EXPECTED_OFFSET if expected is None else expected,
+        expectedOffset=pub.wire_expected_offset,
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ingest.liftbridge.publish_checks import PublishTarget
+from ingest.liftbridge.publish_checks import NO_EXPECTED_OFFSET, PublishTarget
 from ingest.produce.envelope_acks import EnvelopeAck
 
 
@@ -23,3 +23,15 @@ class Publication:
     value: bytes
     fields: EnvelopeAck
     forwarded: bool = False
+
+    @property
+    def byte_headers(self) -> dict[str, bytes]:
+        """The headers as Liftbridge's messages carry them (bytes values)."""
+        return {name: value.encode() for name, value in (self.target.headers or {}).items()}
+
+    @property
+    def wire_expected_offset(self) -> int:
+        """The expected offset a message sent on carries: -1 unless the stream checks it, so
+        the leader never checks an offset the client did not ask for."""
+        expected = self.target.expected_offset
+        return NO_EXPECTED_OFFSET if expected is None else expected

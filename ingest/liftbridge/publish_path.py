@@ -26,7 +26,7 @@ from ingest.liftbridge.acks import ack_refusal
 from ingest.liftbridge.peer_publish import forward_publish
 from ingest.liftbridge.peer_streams import ForwardedStreams
 from ingest.liftbridge.publication import Publication
-from ingest.liftbridge.publish_checks import NO_EXPECTED_OFFSET, PublishTarget
+from ingest.liftbridge.publish_checks import PublishTarget
 from ingest.produce.request import local_request
 from ingest.replica.replica import PartitionReplica
 from spark_log.errors import (
@@ -158,17 +158,16 @@ def envelope_message(pub: Publication) -> pb.Message:
     """The ``Message`` a Liftbridge publisher would put on the partition's subject (the
     expected offset -1 unless the stream checks it, so a leader never checks it wrongly)."""
     target, fields = pub.target, pub.fields
-    expected = target.expected_offset
     return pb.Message(
         key=pub.key,
         value=pub.value,
         stream=target.spec.name,
         subject=target.subject,
-        headers={name: value.encode() for name, value in (target.headers or {}).items()},
+        headers=pub.byte_headers,
         ackInbox=fields.ack_inbox,
         correlationId=fields.correlation_id,
         ackPolicy=fields.ack_policy,
-        offset=NO_EXPECTED_OFFSET if expected is None else expected,
+        offset=pub.wire_expected_offset,
     )
 
 

@@ -15,11 +15,9 @@ RESOURCE_EXHAUSTED; a replica that may no longer serve ends it with FAILED_PRECO
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import AsyncGenerator, AsyncIterator
 
 from ingest.errors import StopPositionReachedError
-from ingest.lake.tier import LakeTier
 from ingest.liftbridge.calls import RpcCall
 from ingest.liftbridge.subscribe_access import check_serves, serving_replica
 from ingest.liftbridge.subscribe_positions import ms_to_ns, start_offset, stop_position
@@ -36,17 +34,11 @@ BATCH_BYTES = 1024 * 1024
 """One read of a subscription: a REST fetch's default size (capped by the node's limits)."""
 
 
-@functools.cache
-def lake_tier() -> LakeTier:
-    """The lake reads of this process's subscriptions (the snapshot cache is per table)."""
-    return LakeTier()
-
-
 async def subscribe(call: RpcCall, request: pb.SubscribeRequest) -> AsyncIterator[pb.Message]:
     """Refusals first, then the handshake, then the records. A cancelled call (the client
     went away) cancels the read it waits in; nothing is left running."""
     replica = await serving_replica(call, request)
-    reads = TieredReads(replica, lake_tier())
+    reads = TieredReads(replica, call.services.lake)
     start = await start_offset(reads, request)
     stop = await stop_position(reads, request)
     gauge = call.node.metrics.liftbridge_subscriptions
@@ -75,7 +67,7 @@ async def _records(
             await _wait_for_commit(replica, limits.wait_ms)
             continue
         result = await fetch_until_stop(
-            TieredReads(replica, lake_tier()), offset, stop, limits, arrow=False
+            TieredReads(replica, call.services.lake), offset, stop, limits, arrow=False
         )
         for record in result.records:
             yield record_message(record, request.stream, request.partition)
