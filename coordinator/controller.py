@@ -9,7 +9,8 @@ elections only when an operator explicitly asks.
 Threading: kazoo callbacks (watches, session states) only hop onto the asyncio loop with
 ``call_soon_threadsafe`` and never block. All work goes through one serial queue taken by one
 task (``coordinator.controller_events``), and every ZooKeeper call runs in a worker thread
-(``asyncio.to_thread``). Every state write is fenced by the controller epoch
+(``_in_thread``, which ``stop`` waits for: a cancelled task does not stop a thread, and a
+stopped controller must not write). Every state write is fenced by the controller epoch
 (``coordinator.fencing``): a failed fence means a newer controller exists, and this one
 resigns at once instead of retrying.
 """
@@ -19,8 +20,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import Any, ParamSpec, TypeVar, cast
 
 from coordinator import leader_selection
 from coordinator.brokers import live_broker_epochs, shutting_down_brokers
@@ -82,6 +84,7 @@ DEFAULT_CONTROLLER_REQUEST_TIMEOUT_S = 30.0
 ZK_RETRY_DELAY_S = 1.0
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,7 @@ class Controller:
         self._in_flight: Request | None = None
         self._rebalance = rebalance or RebalanceSettings()
         self._rebalance_timer: asyncio.TimerHandle | None = None
+        self._thread_work: set[asyncio.Future[Any]] = set()
 
     # -- public ----------------------------------------------------------------------------
 
@@ -167,7 +171,7 @@ class Controller:
         self._task = self._loop.create_task(self._run(), name=f"controller-{self._broker_id}")
         self._task.add_done_callback(self._on_task_done)
         self._session.add_state_listener(self._on_session_state)
-        self._seat_watch = await asyncio.to_thread(
+        self._seat_watch = await self._in_thread(
             self._session.watch_data, CONTROLLER_PATH, self._on_seat_changed
         )
         self._schedule_rebalance_check()
@@ -183,6 +187,7 @@ class Controller:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        await asyncio.gather(*self._thread_work, return_exceptions=True)
         waiting = self._events.drain_requests() if self._events is not None else []
         for request in [self._in_flight, *waiting]:
             if request is not None:
@@ -341,15 +346,15 @@ class Controller:
         """Still ours: make sure we act. Lost: resign. Free: campaign."""
         fence = self._fence
         if fence is not None:
-            if await asyncio.to_thread(holds_controllership, self._session, fence):
+            if await self._in_thread(holds_controllership, self._session, fence):
                 await self._ensure_acting()
                 return
             await self._resign("the controller seat is no longer this node's", release=True)
-        won = await asyncio.to_thread(try_become_controller, self._session, self._broker_id)
+        won = await self._in_thread(try_become_controller, self._session, self._broker_id)
         if won is None:
             # A seat held by this very session that nobody acts on (an earlier release failed)
             # would block every election until the session dies: free it.
-            if await asyncio.to_thread(release_seat, self._session):
+            if await self._in_thread(release_seat, self._session):
                 log.warning("controller: released a stale seat held by this session")
             return
         self._fence = won
@@ -366,16 +371,16 @@ class Controller:
     async def _ensure_acting(self) -> None:
         """Install the controller's watches (if missing) and run the pending full scan."""
         if self._broker_watch is None:
-            await asyncio.to_thread(self._session.ensure_path, BROKER_IDS_PATH)
-            self._broker_watch = await asyncio.to_thread(
+            await self._in_thread(self._session.ensure_path, BROKER_IDS_PATH)
+            self._broker_watch = await self._in_thread(
                 self._session.watch_children, BROKER_IDS_PATH, self._on_brokers_changed
             )
         if self._stream_watch is None:
             store = StreamStore(self._session)
-            self._stream_watch = await asyncio.to_thread(store.watch, self._on_streams_changed)
+            self._stream_watch = await self._in_thread(store.watch, self._on_streams_changed)
         if self._reassignment_watch is None:
-            await asyncio.to_thread(self._session.ensure_path, REASSIGNMENTS_PATH)
-            self._reassignment_watch = await asyncio.to_thread(
+            await self._in_thread(self._session.ensure_path, REASSIGNMENTS_PATH)
+            self._reassignment_watch = await self._in_thread(
                 self._session.watch_children, REASSIGNMENTS_PATH, self._on_reassignments_changed
             )
         if self._needs_full_scan:
@@ -399,7 +404,7 @@ class Controller:
         )
         if release:
             try:
-                await asyncio.to_thread(release_seat, self._session, fence.controller_epoch)
+                await self._in_thread(release_seat, self._session, fence.controller_epoch)
             except CoordinatorError as exc:
                 log.warning("controller: could not release the seat (%s); it expires", exc)
 
@@ -412,7 +417,7 @@ class Controller:
         move to other ISR members, it leaves the ISRs, since its new incarnation may have lost
         unflushed records), then as live (it can lead partitions only it can serve again).
         """
-        epochs = await asyncio.to_thread(live_broker_epochs, self._session)
+        epochs = await self._in_thread(live_broker_epochs, self._session)
         view = await self._view_of(epochs)
         bounced = frozenset(b for b, e in epochs.items() if self._broker_epochs.get(b, e) != e)
         _log_broker_change(self._broker_epochs, epochs, bounced)
@@ -433,7 +438,7 @@ class Controller:
         return await self._apply_everywhere(fence, rule)
 
     async def _apply_everywhere(self, fence: ControllerFence, rule: Rule) -> ScanResult:
-        result = await asyncio.to_thread(apply_everywhere, self._session, fence, rule)
+        result = await self._in_thread(apply_everywhere, self._session, fence, rule)
         self._report(fence, result)
         if result.incomplete:
             self._retry_later(Notice.STREAMS_CHANGED)
@@ -467,7 +472,7 @@ class Controller:
         def rule(state: PartitionState) -> PartitionState:
             return leader_selection.elect_unclean(state, live, request.broker_id)
 
-        change, state = await asyncio.to_thread(
+        change, state = await self._in_thread(
             apply_to_partition, self._session, fence, request.stream, request.partition, rule
         )
         if change is not None:
@@ -489,7 +494,7 @@ class Controller:
     async def _preferred_election(self, request: PreferredElection) -> tuple[PreferredOutcome, ...]:
         fence = self._require_fence()
         view = await self._broker_view()
-        outcomes, changes = await asyncio.to_thread(
+        outcomes, changes = await self._in_thread(
             elect_preferred_in_stream,
             self._session,
             fence,
@@ -514,7 +519,7 @@ class Controller:
         """The periodic check: brokers over the imbalance threshold lead again."""
         fence = self._require_fence()
         view = await self._broker_view()
-        result = await asyncio.to_thread(
+        result = await self._in_thread(
             rebalance_leaders,
             self._session,
             fence,
@@ -533,7 +538,7 @@ class Controller:
         """Take every pending reassignment as far as it can go now (resumed after failover:
         the first full scan of a new controller comes here too)."""
         fence = self._require_fence()
-        done = await asyncio.to_thread(
+        done = await self._in_thread(
             advance_all, self._session, fence, view.live, view.shutting_down
         )
         for change in done.changes:
@@ -544,12 +549,12 @@ class Controller:
             self._retry_later(Notice.REASSIGNMENTS_CHANGED)
 
     async def _broker_view(self) -> BrokerView:
-        return await self._view_of(await asyncio.to_thread(live_broker_epochs, self._session))
+        return await self._view_of(await self._in_thread(live_broker_epochs, self._session))
 
     async def _view_of(self, epochs: dict[int, int]) -> BrokerView:
         """Read fresh at every decision (no watch): a shutdown notice only matters when the
         controller is about to pick a leader."""
-        stopping = await asyncio.to_thread(shutting_down_brokers, self._session, epochs)
+        stopping = await self._in_thread(shutting_down_brokers, self._session, epochs)
         return BrokerView(frozenset(epochs), stopping)
 
     # -- reporting -------------------------------------------------------------------------
@@ -592,6 +597,23 @@ class Controller:
         if fence is None:
             raise NotControllerError(f"broker {self._broker_id} is not the controller")
         return fence
+
+    async def _in_thread(self, func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run a blocking ZooKeeper call in a worker thread that ``stop`` waits for.
+
+        Cancelling the caller leaves the thread running (threads cannot be cancelled): without
+        this, a reassignment pass begun before ``stop`` could still write after it returned.
+        """
+        work = asyncio.ensure_future(asyncio.to_thread(func, *args, **kwargs))
+        self._thread_work.add(work)
+        work.add_done_callback(self._forget_thread_work)
+        return await asyncio.shield(work)
+
+    def _forget_thread_work(self, work: asyncio.Future[T]) -> None:
+        """Drop finished work; its error was raised to the caller, or nobody awaits it."""
+        self._thread_work.discard(work)
+        if not work.cancelled():
+            work.exception()
 
     def _require_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
