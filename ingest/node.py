@@ -26,6 +26,8 @@ from coordinator.brokers import (
 )
 from coordinator.controller import Controller, RebalanceSettings
 from coordinator.controller_election import current_controller
+from coordinator.schemas.cache import SchemaCache
+from coordinator.schemas.registry import SchemaRegistry
 from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
 from coordinator.znodes import BrokerInfo
@@ -38,6 +40,7 @@ from ingest.metrics import NodeMetrics
 from ingest.nats_connect import intake_settings, nats_connect_options
 from ingest.peer_calls import call_peer
 from ingest.produce.intake import IntakeConnection
+from ingest.produce.value_check import ValueChecker
 from ingest.replica.manager import ReplicaManager
 from ingest.security.nats_grants import publish_refusal, specs_of
 from ingest.security.nats_logins import NatsLogins
@@ -112,6 +115,8 @@ class IngestNode:
             config, self.store, self.metrics, self.intake, self._nats, self.zk, clock
         )
         self.auth = NodeAuth(config.auth, self.zk)
+        self.schemas = SchemaRegistry(self.zk, SchemaCache(self.zk))
+        self.replicas.value_checker = ValueChecker(self.schemas)
         self.nats_logins = (
             NatsLogins(
                 config.nats_auth,
@@ -169,6 +174,7 @@ class IngestNode:
         await asyncio.to_thread(self.zk.start, ZK_START_TIMEOUT_S)
         self.zk.add_state_listener(self._on_zk_state)
         await asyncio.to_thread(self.auth.start)  # REST answers 503 until tokens/ACLs load
+        await asyncio.to_thread(self.schemas.cache.start)  # the registry, 503 until read
         await asyncio.to_thread(prepare_node_credentials, self.config)
         _log_auth_mode(self.config)
         # Logs are recovered before the broker registers (as Kafka's log manager does): a
@@ -215,6 +221,7 @@ class IngestNode:
         with contextlib.suppress(UnavailableError):
             await asyncio.to_thread(deregister_broker, self.zk, self.config.broker_id)
         await asyncio.to_thread(self.auth.stop)
+        await asyncio.to_thread(self.schemas.cache.stop)
         await asyncio.to_thread(self.zk.stop)
         await self.api.stop()
         await asyncio.to_thread(self.memory_release.stop)

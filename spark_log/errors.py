@@ -303,3 +303,21 @@ class NoCommittedOffsetError(LiftlogError):
     the client only."""
 
     code = "no_committed_offset"
+
+
+class SchemaViolationError(LiftlogError):
+    """A record does not match its stream's schema. ``field`` is a JSON-pointer-like path to
+    the value that failed ("/items/2/price"; "" for the whole value) and ``reason`` says why.
+    A core error (not the registry's) so that every ack and REST body rebuilds it typed."""
+
+    code = "schema_violation"
+
+    def __init__(self, field: str, reason: str | None = None) -> None:
+        if reason is None:  # rebuilt from its message (an ack, a REST body)
+            head, sep, rest = field.partition(": ")
+            named = sep and head.startswith("field ")
+            field, reason = (head.removeprefix("field "), rest) if named else ("", field)
+        self.field = "" if field == "/" else field
+        self.reason = reason
+        super().__init__(f"field {self.field or '/'}: {reason}")
+

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from spark_log.errors import ConfigError, ImmutableFieldError, InvalidRequestError
 from spark_log.spec_field import SpecField, declared_fields
 from spark_log.typed_config import from_mapping
+from spark_log.value_schema import ValueSchema, default_subject
 
 AckPolicy = Literal["none", "leader", "all"]
 ACK_POLICIES: tuple[str, ...] = ("none", "leader", "all")
@@ -214,6 +215,17 @@ class StreamSettings(StreamSubject):
     """Liftbridge's ``optimisticConcurrencyControl``: a publish through the Liftbridge API
     or envelope whose ``expectedOffset`` is not -1 is stored only at that offset, and acks
     ``none`` are refused. A NATS ``Liftlog-Expected-Offset`` is checked on every stream."""
+    value_schema: ValueSchema | None = field(
+        default=None,
+        metadata=SpecField(
+            description="Bind the values to a registered schema: {subject (default "
+            '<stream>-value), format ("avro" | "json"), on_invalid ("refuse" | '
+            '"dead_letter"), dead_letter_stream}; the leader validates every record'
+        ).as_metadata(),
+    )
+    """A typed stream: every value must match the subject's schema (Confluent's wire format
+    with a schema id registered under the subject, or plain JSON checked against its latest
+    version), checked by the leader before the record gets an offset (docs/schemas.md)."""
     internal: bool = field(
         default=False,
         metadata=SpecField(
@@ -255,6 +267,7 @@ class StreamSpec(StreamSettings, PartitionCount):
             if value is not None and value > MAX_SPEC_INT:
                 raise InvalidRequestError(f'"{name}" must be at most {MAX_SPEC_INT}')
         _validate_compaction(self)
+        _bind_value_schema(self)
         if self.partitions > 1 and not self.load_balance and self.subject.endswith(">"):
             raise InvalidRequestError(
                 "a subject ending in '>' cannot take per-partition suffixes; "
@@ -288,6 +301,8 @@ class StreamSpec(StreamSettings, PartitionCount):
                 del data[name]  # likewise for the auto-pause fields (off by default)
         if not self.internal:
             del data["internal"]
+        if self.value_schema is None:
+            del data["value_schema"]  # an untyped stream's spec reads as it always has
         return data
 
     @classmethod
@@ -354,6 +369,23 @@ def _validate_compaction(spec: StreamSpec) -> None:
             raise InvalidRequestError('"compaction_interval_s" must be > 0 and finite when set')
     if spec.delete_retention_ms < 0:
         raise InvalidRequestError('"delete_retention_ms" must be >= 0')
+
+
+def _bind_value_schema(spec: StreamSpec) -> None:
+    """Fill in the default subject (``<stream>-value``); a stream cannot be its own dead
+    letter stream (an invalid record would loop)."""
+    binding = spec.value_schema
+    if binding is None:
+        return
+    if not binding.subject:
+        binding = dataclasses.replace(binding, subject=default_subject(spec.name))
+        object.__setattr__(spec, "value_schema", binding)  # a frozen spec completing itself
+    if binding.dead_letter_stream == spec.name:
+        raise InvalidRequestError(
+            '"value_schema.dead_letter_stream" must name another stream than this one'
+        )
+    if binding.dead_letter_stream is not None:
+        validate_stream_name(binding.dead_letter_stream)
 
 
 def internal_subject(name: str) -> str:

@@ -12,6 +12,7 @@ from typing import Protocol
 from nats.aio.client import Client as NatsClient
 
 from coordinator.controller import Controller
+from coordinator.schemas.registry import SchemaRegistry
 from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
 from coordinator.znodes import BrokerInfo
@@ -33,6 +34,7 @@ class NodeView(Protocol):
     nc: NatsClient | None
     ready: bool
     auth: NodeAuth
+    schemas: SchemaRegistry
 
     async def live_brokers(self) -> list[BrokerInfo]: ...
 

@@ -23,6 +23,7 @@ from ingest.api.errors import ERROR_RESPONSES, install_error_handlers
 from ingest.api.group_routes import install_group_routes
 from ingest.api.health_routes import install_health_routes
 from ingest.api.record_routes import install_record_routes
+from ingest.api.schema_routes import install_schema_routes
 from ingest.api.stream_routes import install_stream_routes
 from ingest.api.strict_params import refuse_unknown_params
 from ingest.groups.node_services import ConsumerServices
@@ -54,6 +55,7 @@ def create_app(node: NodeView, services: ConsumerServices | None = None) -> Fast
     install_activity_routes(app, node)
     install_cursor_routes(app, cursors, groups.refuse_if_managed)
     install_group_routes(app, node, groups)
+    install_schema_routes(app, node.schemas, node.auth)
     app.state.closers = [groups.close]
     return app
 

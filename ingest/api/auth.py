@@ -18,10 +18,10 @@ from fastapi import Request
 from fastapi.routing import APIRoute
 
 from ingest.api.client_cert import client_cert_principal
-from ingest.api.route_acl import NEW_STREAM, STREAM, RouteRule, rule_for
+from ingest.api.route_acl import NEW_STREAM, STREAM, SUBJECT, RouteRule, rule_for
 from ingest.security.node_auth import ANONYMOUS_PRINCIPAL, NodeAuth
 from ingest.security.node_credentials import caller_token
-from spark_log.auth import stream_resource
+from spark_log.auth import schema_resource, stream_resource
 from spark_log.errors import ForbiddenError, UnauthenticatedError
 
 if TYPE_CHECKING:
@@ -87,6 +87,8 @@ async def _resource(rule: RouteRule, request: Request) -> str:
         return stream_resource(await _body_name(request))
     if rule.resource == STREAM:
         return stream_resource(str(request.path_params.get("stream", "")))
+    if rule.resource == SUBJECT:
+        return schema_resource(str(request.path_params.get("subject", "")))
     return rule.resource
 
 

@@ -16,11 +16,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from spark_log.api_models import ErrorBody, ErrorDetail
 from spark_log.errors import LiftlogError
 from spark_log.json_types import JsonMapping
+from spark_log.schemas.errors import SchemaRegistryError
 
 log = logging.getLogger("liftlog.api")
 
 STATUS_BY_CODE: dict[str, int] = {
     "invalid_request": 422,
+    "schema_violation": 422,
     "invalid_config": 400,
     "expected_offset_mismatch": 409,
     "stream_not_found": 404,
@@ -45,6 +47,8 @@ STATUS_BY_CODE: dict[str, int] = {
     "coordinator_error": 503,
     "storage_error": 503,
     "lake_error": 503,
+    "incompatible_layout": 409,
+    "unsupported_schema": 409,
     "unsafe_lake_store": 503,
     "timeout": 504,
     "not_controller": 421,
@@ -97,7 +101,35 @@ def error_body(code: str, message: str) -> dict[str, dict[str, str]]:
     return ErrorBody(ErrorDetail(code, message)).to_json()
 
 
+# The schema registry's routes, served at the root as Confluent's: their errors also carry
+# Confluent's fields, which its clients parse.
+REGISTRY_PREFIXES = ("/subjects", "/schemas/", "/config", "/compatibility/", "/mode")
+
+
+def error_response(
+    request: Request,
+    code: str,
+    message: str,
+    status: int,
+    headers: dict[str, str] | None = None,
+    error_code: int | None = None,
+) -> JSONResponse:
+    """Liftlog's error body; on a registry route also Confluent's ``error_code`` (the HTTP
+    status for errors that are not the registry's own) and ``message``."""
+    body: dict[str, object] = dict(error_body(code, message))
+    if error_code is not None or request.url.path.startswith(REGISTRY_PREFIXES):
+        body.update(error_code=error_code or status, message=message)
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
 def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(SchemaRegistryError)
+    async def _registry(request: Request, exc: SchemaRegistryError) -> JSONResponse:
+        """Confluent's body (what its clients parse) beside Liftlog's."""
+        return error_response(
+            request, exc.code, exc.message, exc.http_status, error_code=exc.error_code
+        )
+
     @app.exception_handler(LiftlogError)
     async def _liftlog(request: Request, exc: LiftlogError) -> JSONResponse:
         status = STATUS_BY_CODE.get(exc.code, 500)
@@ -111,23 +143,19 @@ def install_error_handlers(app: FastAPI) -> None:
             )
         elif status == 500:
             log.error("unmapped error %s: %s", exc.code, exc.message)
-        return JSONResponse(
-            error_body(exc.code, exc.message),
-            status_code=status,
-            headers=HEADERS_BY_CODE.get(exc.code),
-        )
+        return error_response(request, exc.code, exc.message, status, HEADERS_BY_CODE.get(exc.code))
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         parts = [f"{_location(err)}: {err.get('msg')}" for err in exc.errors()]
-        return JSONResponse(error_body("invalid_request", "; ".join(parts)), status_code=422)
+        return error_response(request, "invalid_request", "; ".join(parts), 422)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {400: "invalid_request", 404: "not_found", 405: "method_not_allowed"}.get(
             exc.status_code, "http_error"
         )
-        return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
+        return error_response(request, code, str(exc.detail), exc.status_code)
 
     @app.exception_handler(Exception)
     async def _unexpected(_request: Request, _exc: Exception) -> JSONResponse:

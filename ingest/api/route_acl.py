@@ -27,11 +27,16 @@ AUTHENTICATED = RouteRule()
 STREAM = "stream:{stream}"
 NEW_STREAM = "stream:{body.name}"  # the stream a create names in its body
 CLUSTER = CLUSTER_RESOURCE
+SUBJECT = "schema:{subject}"
 CURSOR_ROUTE = "/v1/streams/{stream}/partitions/{partition}/cursors/{cursor_id}"
 
 
 def _on_stream(action: Action) -> RouteRule:
     return RouteRule(action, STREAM)
+
+
+def _on_subject(action: Action) -> RouteRule:
+    return RouteRule(action, SUBJECT)
 
 
 def _on_cluster(action: Action) -> RouteRule:
@@ -97,6 +102,36 @@ ROUTE_RULES: dict[tuple[str, str], RouteRule] = {
     ("GET", "/v1/groups"): AUTHENTICATED,  # group names only
     ("GET", "/v1/groups/{group}"): AUTHENTICATED,
     ("DELETE", "/v1/groups/{group}"): _on_cluster(Action.DELETE),
+    # the schema registry, at the root as Confluent's (Confluent's subject resource is
+    # schema:<subject>; registering a version alters the subject)
+    ("GET", "/schemas/types"): AUTHENTICATED,
+    # a schema by id: the route answers only if the caller may describe a subject holding it
+    ("GET", "/schemas/ids/{schema_id}"): AUTHENTICATED,
+    ("GET", "/schemas/ids/{schema_id}/schema"): AUTHENTICATED,
+    ("GET", "/schemas/ids/{schema_id}/subjects"): AUTHENTICATED,
+    ("GET", "/schemas/ids/{schema_id}/versions"): AUTHENTICATED,
+    ("GET", "/subjects"): AUTHENTICATED,  # lists only the subjects the caller may describe
+    ("POST", "/subjects/{subject}"): _on_subject(Action.DESCRIBE),
+    ("DELETE", "/subjects/{subject}"): _on_subject(Action.DELETE),
+    ("GET", "/subjects/{subject}/versions"): _on_subject(Action.DESCRIBE),
+    ("POST", "/subjects/{subject}/versions"): _on_subject(Action.ALTER),
+    ("GET", "/subjects/{subject}/versions/{version}"): _on_subject(Action.DESCRIBE),
+    ("GET", "/subjects/{subject}/versions/{version}/schema"): _on_subject(Action.DESCRIBE),
+    ("GET", "/subjects/{subject}/versions/{version}/referencedby"): _on_subject(
+        Action.DESCRIBE
+    ),
+    ("DELETE", "/subjects/{subject}/versions/{version}"): _on_subject(Action.DELETE),
+    ("GET", "/mode"): AUTHENTICATED,
+    ("GET", "/config"): AUTHENTICATED,
+    ("PUT", "/config"): _on_cluster(Action.CLUSTER_ADMIN),
+    ("DELETE", "/config"): _on_cluster(Action.CLUSTER_ADMIN),
+    ("GET", "/config/{subject}"): _on_subject(Action.DESCRIBE),
+    ("PUT", "/config/{subject}"): _on_subject(Action.ALTER),
+    ("DELETE", "/config/{subject}"): _on_subject(Action.ALTER),
+    ("POST", "/compatibility/subjects/{subject}/versions/{version}"): _on_subject(
+        Action.DESCRIBE
+    ),
+    ("POST", "/compatibility/subjects/{subject}/versions"): _on_subject(Action.DESCRIBE),
 }
 
 # What anyone may read without a credential: the probes and the API's description.

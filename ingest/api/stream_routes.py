@@ -41,7 +41,7 @@ def install_stream_routes(app: FastAPI, node: NodeView) -> None:
     )
     async def create_stream(body: StreamCreate, response: Response) -> StreamDescription:
         """Create a stream; an identical spec answers 200, a conflicting one 409."""
-        spec = StreamSpec(**body.model_dump())
+        spec = StreamSpec.from_json(body.model_dump())
         created, described = await admin.create_stream(node, spec)
         response.status_code = 201 if created else 200
         return described

@@ -31,14 +31,22 @@ from ingest.produce.envelope_intake import open_envelope, request_from_envelope
 from ingest.produce.nats_frames import InboundMessage
 from ingest.produce.request import ProduceAck, ProduceRequest, request_from_nats
 from ingest.produce.sequencer import CycleResult, Sequenced, Sequencer, next_cycle
+from ingest.produce.value_check import ValueChecker
 from ingest.replication.partition_state import Partition
 from spark_log.config import IngestConfig
 from spark_log.crypto import ValueCipher
-from spark_log.errors import KeyUnavailableError, LiftlogError, StorageError, StreamPausedError
+from spark_log.errors import (
+    KeyUnavailableError,
+    LiftlogError,
+    StorageError,
+    StreamPausedError,
+    UnavailableError,
+)
 from spark_log.fetch_wire import is_internal_reply
 from spark_log.liftbridge.envelope import MAGIC, EnvelopeError
 from spark_log.log import PartitionLog, decode_header
 from spark_log.stream_spec import StreamSpec
+from spark_log.value_schema import ValueSchema
 from spark_log.wire import (
     HEADER_PRINCIPAL,
     ack_prefix,
@@ -138,6 +146,9 @@ class LeaderWritePath:
         self.publisher_refusal: Callable[[str], LiftlogError | None] | None = None
         """Why the principal a message names (``Liftlog-Principal``) may not publish here,
         or None (set by the replica manager when NATS logins are Liftlog tokens)."""
+        self.value_checker: ValueChecker | None = None
+        """The check of a typed stream's values against the schema registry (set by the
+        replica manager; asked only while the spec binds a value schema)."""
         self._verdicts: dict[str, tuple[float, LiftlogError | None]] = {}
         self._queue: list[ProduceRequest] = []
         self._queued_bytes = 0
@@ -459,8 +470,34 @@ class LeaderWritePath:
             for req in items:
                 self._refuse(req, refusal)
             return
+        binding = self._spec.value_schema
+        if binding is not None:
+            items = await self._valid_values(binding, items)
+            if not items:
+                return
         async with self._write_lock:
             await self._write_cycle_locked(items)
+
+    async def _valid_values(
+        self, binding: ValueSchema, items: list[ProduceRequest]
+    ) -> list[ProduceRequest]:
+        """The requests whose values match the stream's schema; the others are answered
+        ``schema_violation`` (or the registry's error) and nothing of them is stored."""
+        checker = self.value_checker
+        if checker is None:
+            refusal = UnavailableError("this node cannot check values against the registry")
+            for req in items:
+                self._refuse(req, refusal)
+            return []
+        await checker.prepare(binding, items)
+        valid: list[ProduceRequest] = []
+        for req in items:
+            violation = checker.violation(binding, req)
+            if violation is None:
+                valid.append(req)
+            else:
+                self._refuse(req, violation)
+        return valid
 
     async def _idle_refusal(self) -> LiftlogError | None:
         """A partition paused for idleness holds the cycle (and, through back-pressure,

@@ -34,6 +34,7 @@ from ingest.lake.commit_safety import LakeSafety
 from ingest.lake.identity import LakeIdentity
 from ingest.metrics import NodeMetrics
 from ingest.produce.intake import Intake
+from ingest.produce.value_check import ValueChecker
 from ingest.replica.idle_pause import IdleMarker
 from ingest.replica.replica import IsrWriter, PartitionReplica
 from ingest.replication.throttle import ReplicationThrottle
@@ -96,6 +97,8 @@ class ReplicaManager:
         """(stream, principal) -> why that principal may not publish there, or None: the
         node's second line behind NATS's own permissions (set by the node when NATS logins
         are Liftlog tokens)."""
+        self.value_checker: ValueChecker | None = None
+        """Checks typed streams' values against the schema registry (set by the node)."""
         self._lock = asyncio.Lock()
         self.cluster = cluster_token(config.zk_root)
         # read and checked at start: a bad master key fails the node, not its first write
@@ -263,6 +266,7 @@ class ReplicaManager:
         replica.isr_writer = self._isr_writer(key)
         replica.idle.marker = self._idle_marker(key)
         replica.writes.recorded_elsewhere = functools.partial(self.recorded_elsewhere, key[0])
+        replica.writes.value_checker = self.value_checker
         if self.publish_check is not None:
             replica.writes.publisher_refusal = functools.partial(self.publish_check, key[0])
         await replica.open()

@@ -27,6 +27,7 @@ from liftlog.cli.flags import field_flags, to_cli_words
 from liftlog.cli.group import add_group_parser
 from liftlog.cli.parsing import parse_command_line
 from liftlog.cli.publish import add_publish_parser
+from liftlog.cli.schema import add_schema_parser
 from liftlog.cli.standalone import add_node_parser, add_standalone_parser
 from liftlog.cli.stream import add_stream_parser
 from liftlog.cli.tail import add_tail_parser
@@ -82,6 +83,7 @@ def _parser_and_flags() -> tuple[argparse.ArgumentParser, dict[str, str]]:
     add_publish_parser(sub)
     add_tail_parser(sub)
     add_consume_parser(sub)
+    add_schema_parser(sub)
     add_cursor_parser(sub)
     add_group_parser(sub)
     add_compact_parser(sub)

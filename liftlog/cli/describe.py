@@ -14,6 +14,7 @@ from spark_log.api_models import (
     StreamDescription,
     StreamSummary,
 )
+from spark_log.value_schema import ValueSchema
 
 DESCRIBE_HEADERS = [
     "PARTITION",
@@ -68,9 +69,20 @@ def print_describe(body: StreamDescription, brokers: Iterable[BrokerInfo] = ()) 
     if body.auto_pause_ms is not None:
         unless = ", unless consumers fetch" if body.auto_pause_disable_if_subscribers else ""
         print(f"auto-pause: after {body.auto_pause_ms} ms without appends{unless}")
+    if body.spec.value_schema is not None:
+        print(value_schema_line(body.spec.value_schema))
     print_table(DESCRIBE_HEADERS, [_partition_row(p) for p in body.partitions])
     if brokers:
         print(f"brokers (Liftbridge gRPC): {grpc_addresses(brokers)}")
+
+
+def value_schema_line(binding: ValueSchema) -> str:
+    """``value schema: orders-value (avro), invalid records refused``."""
+    if binding.dead_letter_stream is not None:
+        invalid = f"invalid records to {binding.dead_letter_stream}"
+    else:
+        invalid = "invalid records refused"
+    return f"value schema: {binding.subject} ({binding.format}), {invalid}"
 
 
 def grpc_addresses(brokers: Iterable[BrokerInfo]) -> str:

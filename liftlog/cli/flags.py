@@ -22,7 +22,7 @@ def field_flags(parser: argparse.ArgumentParser) -> dict[str, str]:
     for action in parser._actions:
         long_options = [s for s in action.option_strings if s.startswith("--")]
         if long_options and action.dest not in (argparse.SUPPRESS, "help"):
-            flags[action.dest] = long_options[0]
+            flags.setdefault(action.dest, long_options[0])  # several flags: the first names it
     return flags
 
 

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
+from typing import TYPE_CHECKING
 
 from liftlog.cli.common import Subcommands, ack_line, add_server_arg, credentials
 from liftlog.cli.unstored import warn_if_not_stored
 from spark_log.errors import InvalidRequestError
 from spark_log.stream_spec import ACK_POLICIES
+
+if TYPE_CHECKING:
+    from spark_log.client import Client
 
 # Options that add Liftlog headers or batching, which a plain NATS message does not have.
 LIFTLOG_ONLY_OPTIONS = {
@@ -48,6 +53,12 @@ def add_publish_parser(sub: Subcommands) -> None:
     p.add_argument("--msg-id", help="Nats-Msg-Id for deduplication (default: none)")
     p.add_argument(
         "--batch", action="store_true", help="send all values as one producer batch (default: off)"
+    )
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help="send the values as text unchanged even to a typed stream (default: a JSON value "
+        "to a stream bound to a schema is serialised with it, Confluent's wire format)",
     )
     p.add_argument(
         "--plain",
@@ -98,10 +109,11 @@ async def _publish_async(
     from spark_log.client import Client
 
     async with Client(args.server, nats_url=args.nats_url, credentials=credentials(args)) as client:
+        payloads = await _payloads(client, args, values)
         if args.batch:
             ack = await client.publish_batch(
                 args.stream,
-                values,
+                payloads,
                 keys=[args.key] * len(values) if args.key else None,
                 headers=[headers] * len(values) if headers else None,
                 partition=args.partition,
@@ -112,7 +124,7 @@ async def _publish_async(
             await warn_if_not_stored(client, args.stream, len(values) if ack is None else 0)
             return 0
         unacked = 0
-        for i, value in enumerate(values):
+        for i, value in enumerate(payloads):
             ack = await client.publish(
                 args.stream,
                 value,
@@ -127,3 +139,22 @@ async def _publish_async(
                 unacked += 1
         await warn_if_not_stored(client, args.stream, unacked)
     return 0
+
+
+async def _payloads(
+    client: Client, args: argparse.Namespace, values: list[str]
+) -> list[bytes | str]:
+    """The values as sent: on a stream bound to a schema (unless ``--raw``) each one that is
+    JSON serialised with the subject's latest schema and framed with its id, as the client's
+    typed publish does; text that is not JSON is sent as it is (the leader checks it)."""
+    if args.raw or (await client.stream_spec(args.stream)).value_schema is None:
+        return list(values)
+    payloads: list[bytes | str] = []
+    for value in values:
+        try:
+            datum = json.loads(value)
+        except ValueError:
+            payloads.append(value)
+            continue
+        payloads.append(await client.serialize_value(args.stream, datum))
+    return payloads

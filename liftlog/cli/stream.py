@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 from collections.abc import Callable
 
 from liftlog.cli.common import Subcommands, add_json_arg, add_server_arg, rest
 from liftlog.cli.describe import print_describe, print_flush, print_stream_list
+from liftlog.cli.value_schema_flags import FIELD, add_value_schema_flags, merged_binding
 from spark_log.api_models import (
     ClusterInfo,
     FlushResult,
@@ -159,6 +161,7 @@ def _create_parser(ssub: Subcommands) -> argparse.ArgumentParser:
         action="store_true",
         help="encrypt values at rest (needs a master key on every node; default: off)",
     )
+    add_value_schema_flags(create)
     add_server_arg(create)
     create.set_defaults(run=_stream_create)
     return create
@@ -226,6 +229,13 @@ def _alter_parser(ssub: Subcommands) -> None:
         help="a waiting or recent consumer fetch keeps a partition from pausing "
         "(default: unchanged)",
     )
+    add_value_schema_flags(alter, argparse.SUPPRESS)
+    alter.add_argument(
+        "--no-value-schema",
+        action="store_true",
+        help="unbind the values from their schema: any bytes are accepted again "
+        "(default: unchanged)",
+    )
     add_json_arg(alter, "the server's answer")
     add_server_arg(alter)
     alter.set_defaults(run=_stream_alter)
@@ -241,9 +251,20 @@ def _float_or_none(text: str) -> float | None:
 
 def _stream_alter(args: argparse.Namespace) -> int:
     changes = {k: v for k, v in vars(args).items() if k in ALTERABLE_FIELDS}
+    client = rest(args)
+    if args.no_value_schema:
+        if FIELD in changes:
+            raise SystemExit("alter: --no-value-schema takes no other value schema flag")
+        changes[FIELD] = None
+    elif FIELD in changes:
+        current = StreamDescription.from_json(client.get_json(f"/v1/streams/{args.name}"))
+        binding = current.spec.value_schema
+        changes[FIELD] = merged_binding(
+            None if binding is None else dataclasses.asdict(binding), changes[FIELD]
+        )
     if not changes:
         raise SystemExit("alter: give at least one setting to change (see --help)")
-    response = rest(args).request("PATCH", f"/v1/streams/{args.name}", json_body=changes)
+    response = client.request("PATCH", f"/v1/streams/{args.name}", json_body=changes)
     body = StreamDescription.from_json(response.json())
     if args.json:
         print(json.dumps(body.to_json(), indent=2))

@@ -11,13 +11,16 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from liftlog.cli.common import Subcommands, add_server_arg, credentials
+from liftlog.cli.decoded_values import decoded_json, decoded_text
 from liftlog.cli.describe import lake_compaction_line
 from liftlog.cli.merge import follow_partitions
 from liftlog.cli.tail_last import caught_up, record_count
 from spark_log.client.positions import START_NAMES, STOP_LATEST, Cursor, Start, Stop, check_order
-from spark_log.errors import InvalidRequestError
+from spark_log.errors import InvalidRequestError, LiftlogError
 
 CURSOR_PREFIX = "cursor:"
+NOT_DECODED = object()
+"""``print_record``'s default: the value prints as stored."""
 
 if TYPE_CHECKING:
     from spark_log.api_models import StreamDescription
@@ -77,6 +80,12 @@ def add_tail_parser(sub: Subcommands) -> None:
         "--max-messages; default: no limit)",
     )
     p.add_argument("--json", action="store_true", help="one JSON object per line (default: text)")
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help="print a typed stream's values as stored, not decoded by their schema "
+        "(default: decoded, as JSON)",
+    )
     add_server_arg(p)
     p.set_defaults(run=_tail)
 
@@ -143,19 +152,36 @@ async def _tail_async(args: argparse.Namespace, start: Start, stop: Stop | None)
     async with Client(args.server, credentials=credentials(args)) as client:
         partitions = await _partitions(client, args.stream, args.partition)
         offsets = {p: await client.start_offset(args.stream, p, start) for p in partitions}
+        typed = not args.raw and (await client.stream_spec(args.stream)).value_schema is not None
         printed = 0
         async for partition, record in caught_up(client, args.stream, offsets, stop, args.lines):
             if args.max is not None and printed >= args.max:
                 return 0
-            print_record(partition, record, args.json)
+            await _print(client, args, partition, record, typed)
             printed += 1
         if follows(args.follow, stop) and (args.max is None or printed < args.max):
             remaining = None if args.max is None else args.max - printed
             async for partition, record in follow_partitions(
                 client, args.stream, offsets, remaining, stop
             ):
-                print_record(partition, record, args.json)
+                await _print(client, args, partition, record, typed)
     return 0
+
+
+async def _print(
+    client: Client, args: argparse.Namespace, partition: int, record: Record, typed: bool
+) -> None:
+    """A typed stream's record with its value decoded (as stored when it does not decode:
+    tail shows what is there rather than stopping)."""
+    if not typed:
+        print_record(partition, record, args.json)
+        return
+    try:
+        decoded = await client.decode_value(args.stream, record.value)
+    except LiftlogError:
+        print_record(partition, record, args.json)
+        return
+    print_record(partition, record, args.json, decoded=decoded)
 
 
 async def _partitions(client: Client, stream: str, chosen: list[int] | None) -> list[int]:
@@ -180,9 +206,14 @@ def _note_compaction(described: StreamDescription, chosen: Iterable[int]) -> Non
         print(f"note: {line}; tail reads the log", file=sys.stderr, flush=True)
 
 
-def print_record(partition: int, record: Record, as_json: bool) -> None:
-    """One line per record: ``partition=P offset=O<TAB>time[<TAB>key=K]<TAB>value``."""
-    value = record.value.decode("utf-8", "replace")
+def print_record(
+    partition: int, record: Record, as_json: bool, *, decoded: object = NOT_DECODED
+) -> None:
+    """One line per record: ``partition=P offset=O<TAB>time[<TAB>key=K]<TAB>value``; a
+    ``decoded`` value prints as JSON (``--json``: the value is that JSON, not a string)."""
+    value: object = record.value.decode("utf-8", "replace")
+    if decoded is not NOT_DECODED:
+        value = decoded_json(decoded) if as_json else decoded_text(decoded)
     key = record.key.decode("utf-8", "replace") if record.key is not None else None
     if as_json:
         print(json.dumps(_record_json(partition, record, key, value)), flush=True)
@@ -194,7 +225,9 @@ def print_record(partition: int, record: Record, as_json: bool) -> None:
     print(f"partition={partition} offset={record.offset}\t{when}{key_part}\t{value}", flush=True)
 
 
-def _record_json(partition: int, record: Record, key: str | None, value: str) -> dict[str, object]:
+def _record_json(
+    partition: int, record: Record, key: str | None, value: object
+) -> dict[str, object]:
     return {
         "partition": partition,
         "offset": record.offset,

@@ -14,6 +14,7 @@ from spark_log.auth.acl import (
     authorize,
     check_resource_pattern,
     granting_actions,
+    schema_resource,
     stream_resource,
 )
 from spark_log.auth.tokens import (
@@ -42,6 +43,7 @@ __all__ = [
     "granting_actions",
     "new_token",
     "parse_token",
+    "schema_resource",
     "secret_digest",
     "stream_resource",
 ]

@@ -19,6 +19,7 @@ from spark_log.errors import InvalidRequestError
 
 CLUSTER_RESOURCE = "cluster"
 STREAM_RESOURCE_PREFIX = "stream:"
+SCHEMA_RESOURCE_PREFIX = "schema:"
 ANY_PRINCIPAL = "*"
 
 
@@ -62,14 +63,23 @@ def stream_resource(name: str) -> str:
     return f"{STREAM_RESOURCE_PREFIX}{name}"
 
 
+def schema_resource(subject: str) -> str:
+    """The resource a schema registry route acts on: ``schema:<subject>`` (Confluent's
+    subject resource)."""
+    return f"{SCHEMA_RESOURCE_PREFIX}{subject}"
+
+
 def check_resource_pattern(pattern: str) -> None:
-    """``cluster`` or ``stream:<glob>`` with a non-empty glob; InvalidRequestError otherwise."""
+    """``cluster``, ``stream:<glob>`` or ``schema:<glob>`` with a non-empty glob;
+    InvalidRequestError otherwise."""
     if pattern == CLUSTER_RESOURCE:
         return
-    if pattern.startswith(STREAM_RESOURCE_PREFIX) and pattern[len(STREAM_RESOURCE_PREFIX) :]:
-        return
+    for prefix in (STREAM_RESOURCE_PREFIX, SCHEMA_RESOURCE_PREFIX):
+        if pattern.startswith(prefix) and pattern[len(prefix) :]:
+            return
     raise InvalidRequestError(
-        f"resource {pattern!r} must be 'cluster' or 'stream:<name or glob>' (stream:orders-*)"
+        f"resource {pattern!r} must be 'cluster', 'stream:<name or glob>' (stream:orders-*) "
+        "or 'schema:<subject or glob>' (schema:orders-value)"
     )
 
 

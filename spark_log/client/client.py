@@ -31,6 +31,7 @@ from spark_log.client.async_http import AsyncHttp
 from spark_log.client.auth_admin import AuthAdminMixin
 from spark_log.client.credentials import ClientCredentials, rest_credentials
 from spark_log.client.cursors import CursorMixin
+from spark_log.client.decoded import DecodedRecord
 from spark_log.client.fetched import Fetched
 from spark_log.client.group_consumer import (
     DEFAULT_GROUP_FETCH_RECORDS,
@@ -61,6 +62,14 @@ from spark_log.client.publish_retry import (
     stored_nothing,
 )
 from spark_log.client.rest import RestClient, RestResponse, error_from_response
+from spark_log.client.schema_registry import LatestSchema, RegistryClient
+from spark_log.client.typed_values import (
+    binding_of,
+    decode_unframed,
+    is_raw,
+    raw_bytes,
+    serialize,
+)
 from spark_log.errors import (
     CursorNotFoundError,
     ForbiddenError,
@@ -78,6 +87,7 @@ from spark_log.nats_config import NatsCredentials
 from spark_log.nats_io import widen_read_buffer
 from spark_log.nats_options import nats_auth_options
 from spark_log.partitioner import partition_for_key
+from spark_log.schemas import ParsedSchema, SchemaNotFoundError, SchemaViolationError, unframe
 from spark_log.stream_spec import StreamSpec
 from spark_log.wire import (
     ARROW_STREAM_MEDIA_TYPE,
@@ -131,6 +141,8 @@ class Client(AuthAdminMixin, CursorMixin):
         # REST credentials: ``credentials`` (a token, a CA, a client certificate), ``token``
         # alone, or else LIFTLOG_TOKEN / LIFTLOG_*_FILE / LIFTLOG_CREDENTIALS_FILE
         self.rest = RestClient(servers, credentials=rest_credentials(token, credentials))
+        self.schema_registry = RegistryClient(self.rest)
+        """The nodes' schema registry (Confluent's API) over the same servers and credentials."""
         # fetches (which may wait at a partition's end) run on the loop, not on threads
         self._http = AsyncHttp(self.rest.credentials.ssl_context())
         self.nats_url = nats_url
@@ -275,7 +287,7 @@ class Client(AuthAdminMixin, CursorMixin):
     async def publish(
         self,
         stream: str,
-        value: bytes | str,
+        value: object,
         *,
         key: bytes | str | None = None,
         headers: Mapping[str, str] | None = None,
@@ -285,21 +297,28 @@ class Client(AuthAdminMixin, CursorMixin):
         expected_offset: int | None = None,
         timeout_s: float | None = None,
     ) -> Ack | None:
-        """Publish one record; returns its Ack (None with ``ack_policy="none"``)."""
+        """Publish one record; returns its Ack (None with ``ack_policy="none"``).
+
+        ``value``: bytes, or text (sent as UTF-8), unchanged; or, on a stream bound to a value
+        schema, any other value (a dict, list, number, bool, dataclass), serialised with the
+        subject's latest schema in Confluent's wire format (see ``serialize_value``). A value
+        the schema refuses raises SchemaViolationError before anything is sent.
+        """
         spec = await self._spec(stream)
+        payload = await self._value_bytes(spec, value)
         key_b = _as_bytes(key) if key is not None else None
         p = self._choose_partition(spec, key_b, partition)
         hdrs = dict(headers or {})
         if key_b is not None:
             hdrs[HEADER_KEY] = key_b.decode("utf-8", "replace")
         _set_options(hdrs, ack_policy, msg_id, expected_offset)
-        ack = await self._send(spec, p, _as_bytes(value), hdrs, ack_policy, timeout_s)
+        ack = await self._send(spec, p, payload, hdrs, ack_policy, timeout_s)
         return None if ack is None else ack_from_wire(stream, ack, 1)
 
     async def publish_batch(
         self,
         stream: str,
-        values: Iterable[bytes | str],
+        values: Iterable[object],
         *,
         keys: Iterable[bytes | str | None] | None = None,
         headers: Iterable[Mapping[str, str] | None] | None = None,
@@ -311,14 +330,17 @@ class Client(AuthAdminMixin, CursorMixin):
         """Publish many records as one NATS message (an Arrow IPC batch) with one ack.
 
         All records go to one partition: ``partition``, else the first key's, else round robin.
+        Values as ``publish`` takes them; one the schema refuses fails the whole batch before
+        anything is sent.
         """
-        value_list = [_as_bytes(v) for v in values]
-        if not value_list:
+        given = list(values)
+        if not given:
             raise InvalidRequestError("publish_batch needs at least one value")
+        spec = await self._spec(stream)
+        value_list = [await self._value_bytes(spec, v) for v in given]
         key_list = (
             [_as_bytes(k) if k is not None else None for k in keys] if keys is not None else None
         )
-        spec = await self._spec(stream)
         first_key = key_list[0] if key_list else None
         p = self._choose_partition(spec, first_key, partition)
         payload = encode_producer_batch(value_list, key_list, headers)
@@ -352,6 +374,60 @@ class Client(AuthAdminMixin, CursorMixin):
     async def stream_spec(self, stream: str) -> StreamSpec:
         """The stream's spec (cached after the first describe)."""
         return await self._spec(stream)
+
+    async def serialize_value(self, stream: str, value: object) -> bytes:
+        """``value`` as a typed publish to ``stream`` writes it: serialised with the latest
+        version of the stream's subject and framed with its id (Confluent's wire format), text
+        too (``publish`` sends text unchanged). InvalidRequestError on an unbound stream,
+        SchemaViolationError (naming the field) for a value the schema refuses."""
+        spec = await self._spec(stream)
+        binding = binding_of(stream, spec.value_schema, value)
+        latest = await self._latest_schema(binding.subject)
+        return serialize(stream, binding, latest, value)
+
+    async def decode_value(self, stream: str, value: bytes) -> object:
+        """A stored value of ``stream`` decoded: a framed one (Confluent's wire format) by the
+        schema its id names (fetched once per id), an unframed one of a bound stream as plain
+        JSON. On an unbound stream a value that is not framed by a registered schema comes back
+        as its bytes. SchemaViolationError when a bound stream's value does not decode."""
+        binding = (await self._spec(stream)).value_schema
+        framed = unframe(value)
+        if framed is None:
+            return value if binding is None else decode_unframed(value)
+        schema_id, payload = framed
+        try:
+            parsed = await self._schema_by_id(schema_id)
+            return parsed.decode(payload)
+        except (SchemaNotFoundError, SchemaViolationError):
+            if binding is None:
+                return value  # bytes that only look framed
+            raise
+
+    async def _value_bytes(self, spec: StreamSpec, value: object) -> bytes:
+        """What ``publish`` sends for ``value``: bytes and text unchanged, any other value
+        serialised with the stream's schema."""
+        if is_raw(value):
+            return raw_bytes(value)
+        binding = binding_of(spec.name, spec.value_schema, value)
+        latest = await self._latest_schema(binding.subject)
+        return serialize(spec.name, binding, latest, value)
+
+    async def _latest_schema(self, subject: str) -> LatestSchema:
+        """The subject's latest version: cached a short while, read in a thread when not."""
+        cached = self.schema_registry.cached_latest(subject)
+        if cached is not None:
+            return cached
+        return await asyncio.to_thread(self.schema_registry.latest, subject)
+
+    async def _schema_by_id(self, schema_id: int) -> ParsedSchema:
+        cached = self.schema_registry.cached_by_id(schema_id)
+        if cached is not None:
+            return cached
+        return await asyncio.to_thread(self.schema_registry.parsed_by_id, schema_id)
+
+    async def _decoded(self, stream: str, records: list[Record]) -> list[Record]:
+        """``records`` as DecodedRecords (``decode=True`` of fetch and subscribe)."""
+        return [DecodedRecord.of(r, await self.decode_value(stream, r.value)) for r in records]
 
     async def max_payload(self) -> int:
         """The largest NATS message the server accepts (what one producer batch may be)."""
@@ -471,9 +547,11 @@ class Client(AuthAdminMixin, CursorMixin):
         stop_timestamp_ms: int | None = None,
         max_records: int = DEFAULT_FETCH_RECORDS,
         wait_ms: int = 0,
+        decode: bool = False,
     ) -> Fetched:
         """One fetch of committed records (Arrow on the wire), from ``offset``, the first
-        record at or after ``timestamp_ms``, or a named ``start``; up to an optional stop."""
+        record at or after ``timestamp_ms``, or a named ``start``; up to an optional stop.
+        ``decode``: the records are DecodedRecords, ``decoded`` their value (``decode_value``)."""
         params = {
             "offset": offset,
             "timestamp": timestamp_ms,
@@ -492,6 +570,8 @@ class Client(AuthAdminMixin, CursorMixin):
                 self._leaders.pop((stream, partition), None)
             raise error
         records = decode_fetch_arrow(resp.body)
+        if decode:
+            records = await self._decoded(stream, records)
         hw = int(resp.headers.get("liftlog-high-watermark", "0"))
         ended = resp.headers.get("liftlog-end-reached") == "true"
         next_offset = resp.headers.get("liftlog-next-offset")
@@ -512,6 +592,7 @@ class Client(AuthAdminMixin, CursorMixin):
         fetch_max_records: int = DEFAULT_FETCH_RECORDS,
         max_records: int | None = None,
         stop_at_end: bool = False,
+        decode: bool = False,
     ) -> AsyncGenerator[Record, None]:
         """Yield committed records as they arrive, from a start position to a stop position.
 
@@ -522,7 +603,8 @@ class Client(AuthAdminMixin, CursorMixin):
         datetime (it ends before the first record stamped after it). Without a stop it
         follows the partition forever (a live tail). ``max_records`` ends it after that many
         records; ``stop_at_end`` is ``stop="latest"`` (both may be given: the first end wins).
-        ``fetch_max_records`` only sizes each fetch.
+        ``fetch_max_records`` only sizes each fetch. ``decode``: each record is a
+        DecodedRecord, its ``decoded`` the value decoded by its schema (``decode_value``).
         """
         start = check_start(start)
         stop = check_stop(stop)
@@ -546,7 +628,10 @@ class Client(AuthAdminMixin, CursorMixin):
             except (NotLeaderError, UnavailableError):
                 await asyncio.sleep(poll_wait_ms / 1000)
                 continue
-            for record in fetched.records:  # the node sends at most `limit`
+            records = fetched.records
+            if decode:
+                records = await self._decoded(stream, records)
+            for record in records:  # the node sends at most `limit`
                 yield record
             if left is not None:
                 left -= len(fetched.records)
@@ -569,10 +654,12 @@ class Client(AuthAdminMixin, CursorMixin):
         max_records: int = DEFAULT_GROUP_FETCH_RECORDS,
         wait_ms: int = DEFAULT_GROUP_WAIT_MS,
         client_id: str | None = None,
+        decode: bool = False,
     ) -> GroupConsumer:
         """A member of consumer group ``group`` reading ``streams`` (see
         ``spark_log.client.group_consumer``); it joins on ``async with`` or the first
-        ``async for``."""
+        ``async for``. ``decode``: each record's ``decoded`` holds its value decoded by its
+        schema (``decode_value``)."""
         return GroupConsumer(
             self,
             group,
@@ -587,6 +674,7 @@ class Client(AuthAdminMixin, CursorMixin):
             max_records=max_records,
             wait_ms=wait_ms,
             client_id=client_id,
+            decode=decode,
         )
 
     async def start_offset(self, stream: str, partition: int, start: Start) -> int:

@@ -72,6 +72,9 @@ class GroupRecord:
     value: bytes
     headers: list[Header]
     subject: str
+    decoded: object = None
+    """The value decoded by its schema when the consumer decodes (``decode=True``; see
+    ``Client.decode_value``), else None."""
 
     @property
     def stream_partition(self) -> StreamPartition:
@@ -97,6 +100,8 @@ class GroupReads(Protocol):
 
     async def start_offset(self, stream: str, partition: int, start: Start) -> int: ...
 
+    async def decode_value(self, stream: str, value: bytes) -> object: ...
+
     def forget_stream(self, stream: str) -> None: ...
 
 
@@ -119,9 +124,11 @@ class GroupConsumer:
         max_records: int = DEFAULT_GROUP_FETCH_RECORDS,
         wait_ms: int = DEFAULT_GROUP_WAIT_MS,
         client_id: str | None = None,
+        decode: bool = False,
     ) -> None:
         """``client_id``: the name ``group describe`` shows beside the member (Kafka's
-        ``client.id``; default ``liftlog-<hostname>-<pid>``)."""
+        ``client.id``; default ``liftlog-<hostname>-<pid>``). ``decode``: each record's
+        ``decoded`` holds its value decoded by its schema."""
         self.streams = sorted(set(streams))
         if not self.streams:
             raise InvalidRequestError("consume needs at least one stream")
@@ -141,6 +148,7 @@ class GroupConsumer:
         self._on_revoke = on_revoke
         self._max_records = max_records
         self._wait_ms = wait_ms
+        self._decode = decode
         self._protocol = GroupProtocol(client.rest, group)
         self.member_id: str | None = None
         self.member_epoch = 0
@@ -429,9 +437,12 @@ class GroupConsumer:
                 continue
             attempt = 0
             for r in fetched.records:
+                decoded = None
+                if self._decode:
+                    decoded = await self._client.decode_value(tp.stream, r.value)
                 record = GroupRecord(
                     tp.stream, tp.partition, r.offset, r.timestamp, r.key, r.value,
-                    r.headers, r.subject,
+                    r.headers, r.subject, decoded,
                 )  # fmt: skip
                 await self._queue.put(_Queued(record, incarnation))
             position = fetched.next_offset

@@ -28,6 +28,7 @@ from spark_log.client.loop_thread import LoopThread
 from spark_log.client.nats_connect import DEFAULT_NATS_CONNECT_TIMEOUT_S
 from spark_log.client.positions import Start, Stop, check_order, check_start, check_stop
 from spark_log.client.publish_retry import DEFAULT_DELIVERY_TIMEOUT_S
+from spark_log.client.schema_registry import RegistryClient
 from spark_log.log import Record
 
 P = ParamSpec("P")
@@ -77,6 +78,11 @@ class SyncClient:
             raise
 
     @property
+    def schema_registry(self) -> RegistryClient:
+        """The nodes' schema registry (blocking calls; see ``Client.schema_registry``)."""
+        return self._client.schema_registry
+
+    @property
     def client(self) -> Client:
         """The async client underneath (its coroutines must run on this client's loop)."""
         return self._client
@@ -119,6 +125,8 @@ class SyncClient:
     cluster = _blocking(Client.cluster)
     publish = _blocking(Client.publish)
     publish_table = _blocking(Client.publish_table)
+    serialize_value = _blocking(Client.serialize_value)
+    decode_value = _blocking(Client.decode_value)
     fetch = _blocking(Client.fetch)
     start_offset = _blocking(Client.start_offset)
     create_token = _blocking(Client.create_token)
@@ -135,7 +143,7 @@ class SyncClient:
     def publish_batch(
         self,
         stream: str,
-        values: Iterable[bytes | str],
+        values: Iterable[object],
         *,
         keys: Iterable[bytes | str | None] | None = None,
         headers: Iterable[Mapping[str, str] | None] | None = None,
@@ -144,7 +152,8 @@ class SyncClient:
         msg_id: str | None = None,
         timeout_s: float | None = None,
     ) -> Ack | None:
-        """Publish many records as one NATS message with one ack."""
+        """Publish many records as one NATS message with one ack (values as ``publish``
+        takes them: bytes and text unchanged, other values serialised with the schema)."""
         return self._loop.run(
             self._client.publish_batch(
                 stream,
@@ -171,10 +180,12 @@ class SyncClient:
         fetch_max_records: int = DEFAULT_FETCH_RECORDS,
         max_records: int | None = None,
         stop_at_end: bool = False,
+        decode: bool = False,
     ) -> Iterator[Record]:
         """A plain iterator of committed records (see ``Client.subscribe`` for the start and
         stop positions); without a stop, ``max_records`` or ``stop_at_end`` it follows the
-        partition until closed. Bad positions raise here, not at the first record."""
+        partition until closed. Bad positions raise here, not at the first record.
+        ``decode``: DecodedRecords, ``decoded`` each value decoded by its schema."""
         check_order(check_start(start), check_stop(stop))
         records = self._client.subscribe(
             stream,
@@ -185,6 +196,7 @@ class SyncClient:
             fetch_max_records=fetch_max_records,
             max_records=max_records,
             stop_at_end=stop_at_end,
+            decode=decode,
         )
         return _SyncIterator(self._loop, records)
 

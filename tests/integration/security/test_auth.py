@@ -29,6 +29,9 @@ from tests.support.waiting import wait_for
 STREAM = "m-1"
 OK = None  # allowed: whatever the route answers, never 401 or 403
 GROUP = "m-group"
+SUBJECT = f"{STREAM}-value"
+SCHEMA = {"schema": '{"type": "string"}', "schemaType": "AVRO"}
+SCHEMA_IDS: dict[str, int] = {}  # "id" -> the id SCHEMA got (registered by the fixture)
 MAX_SESSION_MS = 300_000  # the members the fixture joins must outlive the matrix
 # principal -> (heartbeating member id, its epoch, leaving member id), joined by the fixture
 # to GROUP on STREAM so that each principal's heartbeat, commit and leave reach the stream check
@@ -209,12 +212,91 @@ def _group_calls(principal: str) -> list[Call]:
     ]
 
 
+def _schema_calls() -> list[Call]:
+    """The registry's routes: subjects are ``schema:<subject>`` resources; a schema by id is
+    shown only to whoever may describe a subject holding it (404 to the others)."""
+    sid, sub, none = SCHEMA_IDS.get("id", 0), f"/subjects/{SUBJECT}", "/subjects/m-none-value"
+    describe, alter, delete = "schema-describe", "schema-alter", "schema-delete"
+    compat = "/compatibility/subjects/{subject}/versions"
+    return [
+        Call("GET", "/schemas/types", "/schemas/types", 200),
+        Call("GET", "/schemas/ids/{schema_id}", f"/schemas/ids/{sid}", OK),
+        Call("GET", "/schemas/ids/{schema_id}/schema", f"/schemas/ids/{sid}/schema", OK),
+        Call("GET", "/schemas/ids/{schema_id}/subjects", f"/schemas/ids/{sid}/subjects", OK),
+        Call("GET", "/schemas/ids/{schema_id}/versions", f"/schemas/ids/{sid}/versions", OK),
+        Call("GET", "/subjects", "/subjects", 200),
+        Call("POST", "/subjects/{subject}", sub, 200, SCHEMA, needs=describe),
+        Call("DELETE", "/subjects/{subject}", none, 404, needs=delete),
+        Call("GET", "/subjects/{subject}/versions", f"{sub}/versions", 200, needs=describe),
+        Call("POST", "/subjects/{subject}/versions", f"{sub}/versions", 200, SCHEMA, needs=alter),
+        Call(
+            "GET",
+            "/subjects/{subject}/versions/{version}",
+            f"{sub}/versions/1",
+            200,
+            needs=describe,
+        ),
+        Call(
+            "GET",
+            "/subjects/{subject}/versions/{version}/schema",
+            f"{sub}/versions/1/schema",
+            200,
+            needs=describe,
+        ),
+        Call(
+            "GET",
+            "/subjects/{subject}/versions/{version}/referencedby",
+            f"{sub}/versions/1/referencedby",
+            200,
+            needs=describe,
+        ),
+        Call(
+            "DELETE",
+            "/subjects/{subject}/versions/{version}",
+            f"{none}/versions/1",
+            404,
+            needs=delete,
+        ),
+        Call("GET", "/mode", "/mode", 200),
+        Call("GET", "/config", "/config", 200),
+        Call("PUT", "/config", "/config", 200, {"compatibility": "BACKWARD"}),
+        Call("DELETE", "/config", "/config", 200),
+        Call("GET", "/config/{subject}", f"/config/{SUBJECT}", OK, needs=describe),
+        Call(
+            "PUT",
+            "/config/{subject}",
+            f"/config/{SUBJECT}",
+            200,
+            {"compatibility": "FULL"},
+            needs=alter,
+        ),
+        Call("DELETE", "/config/{subject}", f"/config/{SUBJECT}", OK, needs=alter),
+        Call(
+            "POST",
+            compat + "/{version}",
+            f"/compatibility/subjects/{SUBJECT}/versions/latest",
+            200,
+            SCHEMA,
+            needs=describe,
+        ),
+        Call(
+            "POST",
+            compat,
+            f"/compatibility/subjects/{SUBJECT}/versions",
+            200,
+            SCHEMA,
+            needs=describe,
+        ),
+    ]
+
+
 def _calls(principal: str) -> list[Call]:
     s = f"/v1/streams/{STREAM}"
     value = base64.b64encode(b"hi").decode()
     cursor = f"{s}/partitions/0/cursors/c-{principal}"
     return [
         *_group_calls(principal),
+        *_schema_calls(),
         Call("GET", "/v1/cluster/activity", "/v1/cluster/activity", 200),
         Call("PUT", "/v1/cluster/activity", "/v1/cluster/activity", 200, {"enabled": False}),
         Call("PUT", CURSOR_ROUTE, cursor, 200, {"offset": 1}),
@@ -322,9 +404,17 @@ STREAM_ADMIN = ("create", "delete", "pause", "resume", "flush", "publish", "cons
 # user; nobody sends no token. "listed": m-1 is in the caller's GET /v1/streams.
 MAY: dict[str, set[str]] = {
     "admin": {"*"},
-    "alice": {*STREAM_ADMIN, "describe", "describe-cluster", "listed"},
+    "alice": {
+        *STREAM_ADMIN,
+        "describe",
+        "describe-cluster",
+        "listed",
+        "schema-describe",
+        "schema-alter",
+        "schema-delete",
+    },
     "bob": {"consume", "describe", "listed"},
-    "carol": {"describe", "listed"},
+    "carol": {"describe", "listed", "schema-describe"},
     "dora": {"consume"},
 }
 # on the secured stack, carol also calls with a client certificate (CN carol) and no token
@@ -374,6 +464,9 @@ def principals(cluster) -> dict[str, dict[str, Any]]:
     for action in (*STREAM_ADMIN, "describe"):
         cluster.allow("alice", action, "stream:m-*")
     cluster.allow("alice", "describe", "cluster")
+    for action in ("describe", "alter", "delete"):
+        cluster.allow("alice", action, "schema:m-*")
+    cluster.allow("carol", "describe", "schema:m-*")
     cluster.allow("bob", "publish", "stream:m-*")
     cluster.allow("bob", "consume", "stream:m-*")
     cluster.allow("bob", "publish", f"stream:{STREAM}", deny=True)
@@ -385,6 +478,9 @@ def principals(cluster) -> dict[str, dict[str, Any]]:
     with cluster.admin() as admin:
         created = admin.post("/v1/streams", json={"name": STREAM, "subject": f"{STREAM}.in"})
         assert created.status_code == 201, created.text
+        registered = admin.post(f"/subjects/{SUBJECT}/versions", json=SCHEMA)
+        assert registered.status_code == 200, registered.text
+        SCHEMA_IDS["id"] = registered.json()["id"]
         for principal in tokens:
             GROUP_MEMBERS[principal] = (*_join(admin), _join(admin)[0])
     return tokens

@@ -16,7 +16,11 @@ from spark_log.config import NodeConfig
 
 def _app_routes() -> set[tuple[str, str]]:
     config = NodeConfig(broker_id=1, data_dir="/tmp/unused")
-    node = SimpleNamespace(config=config, auth=NodeAuth(AuthConfig(enabled=False), None))  # type: ignore[arg-type]
+    node = SimpleNamespace(
+        config=config,
+        auth=NodeAuth(AuthConfig(enabled=False), None),  # type: ignore[arg-type]
+        schemas=None,
+    )
     app = create_app(node)  # type: ignore[arg-type]
     return {
         (method, route.path)
@@ -41,6 +45,13 @@ def test_only_health_probes_and_the_api_description_are_open() -> None:
         ("GET", "/v1/streams"),
         ("GET", "/v1/cluster"),
         ("GET", "/v1/auth/whoami"),
+    } | {
+        # the registry: the listings filter by describe, a schema by id is shown only to
+        # whoever may describe a subject holding it; the formats and mode are public facts
+        (method, path)
+        for (method, path) in ROUTE_RULES
+        if method == "GET" and path in ("/subjects", "/config", "/mode")
+        or path.startswith("/schemas/")
     } | {
         # consumer groups check each stream they involve in the route itself
         (method, path)
