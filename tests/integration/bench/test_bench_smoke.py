@@ -622,3 +622,33 @@ def test_liftbridge_api_bench_reports_every_path_and_loses_nothing(tmp_path):
     for path, figure in run["read"].items():
         assert figure["records"] == LIFTBRIDGE_SMOKE_RECORDS and figure["records_per_s"] > 0, path
     assert "acked records missing from their streams: 0" in printed
+
+
+TYPED_SMOKE_RECORDS = 300
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
+def test_typed_publish_bench_reports_every_path_and_loses_nothing(tmp_path):
+    """``bench/typed_publish.py`` with tiny counts: every path acked every record, the bound
+    streams refused a bad record, both latencies present, nothing lost."""
+    body, printed = _run_bench_script(
+        tmp_path,
+        "typed_publish.py",
+        "--records",
+        str(TYPED_SMOKE_RECORDS),
+        "--latency-seconds",
+        "0.5",
+        "--runs",
+        "1",
+    )
+    assert body["lost"] == 0
+    (run,) = body["results"]
+    assert len(run["publish"]) == 4 and len(run["latency"]) == 2
+    for path, figure in run["publish"].items():
+        assert figure["records"] == TYPED_SMOKE_RECORDS, (path, figure["first_error"])
+        assert figure["failed"] == 0 and figure["records_per_s"] > 0, path
+    for path, latency in run["latency"].items():
+        assert _latency_figures_hold(latency), (path, latency)
+    assert set(body["refused_bad_record"].values()) == {"schema_violation"}
+    assert "acked records missing from their streams: 0" in printed
