@@ -136,7 +136,7 @@ class RestPublisher:
         try:
             response = await self._http.post(self._path, json=body, params={"ack_policy": "all"})
         except httpx.HTTPError as exc:
-            raise RpcFailedError(f"REST publish: {exc}") from exc
+            raise RpcFailedError(f"REST publish: {type(exc).__name__}: {exc}") from exc
         if response.status_code != httpx.codes.OK:
             raise RpcFailedError(f"REST publish: {response.status_code} {response.text[:200]}")
 

@@ -69,6 +69,13 @@ class NodeMetrics:
             _LABELS,
             registry=self.registry,
         )
+        self.dead_lettered = Counter(
+            "liftlog_dead_lettered",
+            "Records of a typed stream that did not match its schema, sent to its dead letter "
+            "stream",
+            _LABELS,
+            registry=self.registry,
+        )
         self.high_watermark = Gauge(
             "liftlog_high_watermark",
             "High watermark per partition",

@@ -32,6 +32,7 @@ from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
 from coordinator.znodes import BrokerInfo
 from ingest.admin.activity import ActivityPublisher
+from ingest.admin.dead_letter import DeadLetterRouter
 from ingest.api.server import ApiServer
 from ingest.clock import SYSTEM_CLOCK, Clock
 from ingest.liftbridge.server import LiftbridgeServer
@@ -117,6 +118,8 @@ class IngestNode:
         self.auth = NodeAuth(config.auth, self.zk)
         self.schemas = SchemaRegistry(self.zk, SchemaCache(self.zk))
         self.replicas.value_checker = ValueChecker(self.schemas)
+        self.replicas.dead_letters = DeadLetterRouter(self)
+        self.replicas.schemas = self.schemas  # typed lake tables decode with it
         self.nats_logins = (
             NatsLogins(
                 config.nats_auth,

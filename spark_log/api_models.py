@@ -97,6 +97,9 @@ class PartitionState(JsonModel):
     offline: bool = False
     storage_error: StorageErrorView | None = None
     """Set while the leader refuses writes because its disk is full (``offline`` then too)."""
+    lake_error: ErrorDetail | None = None
+    """Why the leader's lake export is stalled (null while it exports): a typed stream's schema
+    change the table cannot follow, an unreachable store. Its records wait in the log."""
     replica_log_end_offsets: dict[str, int] = field(default_factory=dict)
     """Each replica's LEO as the leader last saw it, by broker id."""
 
@@ -193,6 +196,8 @@ class ReplicaView(JsonModel):
     fenced: bool = False
     lake_start_offset: int | None = None
     lake_offset: int | None = None
+    lake_error: ErrorDetail | None = None
+    """Why this leader's lake export is stalled (null while it exports or on a follower)."""
     recovery_loss: RecoveryLossView | None = None
     replica_log_end_offsets: dict[str, int] | None = None
     last_leader_report: LeaderReportView | None = None
@@ -346,14 +351,29 @@ class FetchResponse(JsonModel):
 
 
 @dataclass(frozen=True)
+class DeadLetter(JsonModel):
+    """Where a record that did not match its stream's schema was stored instead (the
+    binding's dead letter stream, ``on_invalid = "dead_letter"``), and why. ``index``: the
+    record's place in a REST publish (None in a NATS ack)."""
+
+    stream: str
+    partition: int
+    offset: int
+    reason: str
+    index: int | None = None
+
+
+@dataclass(frozen=True)
 class PublishResult(JsonModel):
-    """``POST .../records``: the offsets the records got, in order."""
+    """``POST .../records``: the offsets the records got, in order (-1 for a record stored in
+    the dead letter stream instead, which ``dead_letters`` describes)."""
 
     stream: str
     partition: int
     offsets: tuple[int, ...] = ()
     duplicate: bool = False
     """True when the records were already in the log (a repeated ``Nats-Msg-Id``)."""
+    dead_letters: tuple[DeadLetter, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,6 +387,9 @@ class Ack(JsonModel):
     duplicate: bool = False
     """True when the leader had the message already (same ``Nats-Msg-Id`` within the
     deduplication window): ``offset`` is where it was first written."""
+    dead_letter: DeadLetter | None = None
+    """Set when the record did not match the stream's schema and was stored in the dead
+    letter stream instead (``offset`` is -1 then)."""
 
 
 # ----------------------------------------------------------------------------- cluster

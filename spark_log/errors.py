@@ -320,4 +320,3 @@ class SchemaViolationError(LiftlogError):
         self.field = "" if field == "/" else field
         self.reason = reason
         super().__init__(f"field {self.field or '/'}: {reason}")
-

@@ -220,7 +220,8 @@ class StreamSettings(StreamSubject):
         metadata=SpecField(
             description="Bind the values to a registered schema: {subject (default "
             '<stream>-value), format ("avro" | "json"), on_invalid ("refuse" | '
-            '"dead_letter"), dead_letter_stream}; the leader validates every record'
+            '"dead_letter"), dead_letter_stream, keep_raw_value (keep the value\'s bytes '
+            "in the typed lake table)}; the leader validates every record"
         ).as_metadata(),
     )
     """A typed stream: every value must match the subject's schema (Confluent's wire format

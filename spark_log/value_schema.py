@@ -5,7 +5,9 @@ which format, and what the leader does with a record that does not match.
 serializers configured with the stream's name as topic register and find the same schema.
 ``on_invalid``: ``refuse`` answers an invalid record with a ``schema_violation`` error ack
 and stores nothing. ``dead_letter`` names a ``dead_letter_stream`` for such records; the
-leader does not route to it yet, so they are refused the same way.
+leader does not route to it yet, so they are refused the same way. ``keep_raw_value`` keeps
+the value's bytes in the lake table's ``value`` column beside its typed columns (off: the
+typed columns are the value there).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def default_subject(stream: str) -> str:
 @dataclass(frozen=True)
 class ValueSchema:
     """``value_schema`` of a stream spec (``{"subject", "format", "on_invalid",
-    "dead_letter_stream"}``); an empty ``subject`` is filled in by the spec."""
+    "dead_letter_stream", "keep_raw_value"}``); an empty ``subject`` is filled in by the spec."""
 
     # unknown keys in a REST body are refused, as everywhere in the API (pydantic reads
     # this; a plain dict keeps the core free of pydantic)
@@ -41,6 +43,7 @@ class ValueSchema:
     format: ValueFormat = "avro"
     on_invalid: OnInvalid = "refuse"
     dead_letter_stream: str | None = None
+    keep_raw_value: bool = False
 
     def __post_init__(self) -> None:
         if self.format not in VALUE_FORMATS:
@@ -53,13 +56,11 @@ class ValueSchema:
             )
         if len(self.subject) > MAX_SUBJECT_LENGTH or not self.subject.isprintable():
             raise InvalidRequestError(
-                f'"value_schema.subject" must be printable, at most {MAX_SUBJECT_LENGTH} '
-                "characters"
+                f'"value_schema.subject" must be printable, at most {MAX_SUBJECT_LENGTH} characters'
             )
         if (self.on_invalid == "dead_letter") != (self.dead_letter_stream is not None):
             raise InvalidRequestError(
-                '"value_schema.on_invalid": "dead_letter" needs "dead_letter_stream" (and '
-                "only it)"
+                '"value_schema.on_invalid": "dead_letter" needs "dead_letter_stream" (and only it)'
             )
 
     @property

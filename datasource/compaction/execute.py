@@ -77,7 +77,13 @@ def _run_spark(
         f"from table version {plan.snapshot_version}"
     )
     try:
-        return run_compaction_job(spark, plan, snapshot.storage, options.max_records_per_file)
+        return run_compaction_job(
+            spark,
+            plan,
+            snapshot.storage,
+            options.max_records_per_file,
+            snapshot.file_schema(),
+        )
     except (PySparkException, Py4JError, LakeError) as exc:
         raise CompactionError(f"the compaction job of {plan.target.stream} failed: {exc}") from exc
 

@@ -46,7 +46,7 @@ from datasource.compaction.tasks import (
     rewrite_partition,
     scan_keys,
 )
-from spark_log.lake.layout import PARTITION_COLUMN
+from spark_log.lake.layout import FILE_SCHEMA, PARTITION_COLUMN
 from spark_log.lake.new_file import NewFile
 from spark_log.lake.storage import LakeStorage
 
@@ -86,9 +86,14 @@ class JobOutput:
 
 
 def run_compaction_job(
-    spark: SparkSession, plan: CompactionPlan, storage: LakeStorage, max_records_per_file: int
+    spark: SparkSession,
+    plan: CompactionPlan,
+    storage: LakeStorage,
+    max_records_per_file: int,
+    file_schema: pa.Schema = FILE_SCHEMA,
 ) -> JobOutput:
-    """Run the job for ``plan`` on the table at ``storage``; collect what the tasks wrote."""
+    """Run the job for ``plan`` on the table at ``storage``; collect what the tasks wrote
+    (in ``file_schema``, the table's file columns: a typed table's own)."""
     lake = LakeAccess.of(storage)
     # Range partitioning samples its input in a job of its own: cached, the key scan and the
     # aggregation run once, not twice (the winners are two integers per key).
@@ -102,6 +107,7 @@ def run_compaction_job(
             run_id=plan.run_id,
             max_records_per_file=max_records_per_file,
             keys=plan.target.file_keys(),
+            file_schema=file_schema,
         )
         rows = (
             winners.unionByName(_markers(spark, plan))

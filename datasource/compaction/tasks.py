@@ -37,6 +37,7 @@ from spark_log.lake.file_writer import PartitionFileWriter
 from spark_log.lake.layout import FILE_SCHEMA, MICROS_PER_MILLI, PARTITION_COLUMN
 from spark_log.lake.new_file import NewFile, discard_paths
 from spark_log.lake.storage import LakeStorage
+from spark_log.lake.tombstones import tombstones
 
 SCAN_BATCH_ROWS = 256 * 1024
 """Rows per batch a key scan hands to Spark: two narrow columns, so large batches are cheap."""
@@ -107,6 +108,9 @@ class PartitionRewrite:
     keys: LakeKeySource | None = None
     """An encrypted stream's: each task fetches its partition's data key, reads the files
     with it and writes the compacted ones encrypted again (None: a clear stream)."""
+    file_schema: pa.Schema = FILE_SCHEMA
+    """The table's file columns: a typed table's own, kept by the rewrite (older files lacking
+    columns a later schema added get them, null)."""
 
 
 def scan_keys(scan: KeyScan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -167,6 +171,7 @@ def rewrite_partition(
         lambda n: compacted_name(spec.run_id, token, n),
         spec.max_records_per_file,
         crypto,
+        spec.file_schema,
     )
     tally = _Tally()
     try:
@@ -188,9 +193,7 @@ def _file_rows(
 ) -> Iterator[pa.RecordBatch]:
     fs, path = storage.filesystem_for(location)
     with fs.open_input_file(path) as source:
-        yield from open_parquet(source, crypto).iter_batches(
-            batch_size=REWRITE_BATCH_ROWS, columns=FILE_SCHEMA.names
-        )
+        yield from open_parquet(source, crypto).iter_batches(batch_size=REWRITE_BATCH_ROWS)
 
 
 def _survivors(
@@ -201,10 +204,7 @@ def _survivors(
     keyed = pc.is_valid(batch.column("key")).to_numpy(zero_copy_only=False)
     compacted = keyed if spec.boundary_offset is None else keyed & (offsets < spec.boundary_offset)
     won = _is_in_sorted(offsets, winners)
-    value = batch.column("value")
-    tombstone = pc.fill_null(
-        pc.or_kleene(pc.is_null(value), pc.equal(pc.binary_length(value), 0)), True
-    ).to_numpy(zero_copy_only=False)
+    tombstone = tombstones(batch)  # a typed table's rows too (its raw value may be absent)
     times_us = batch.column("timestamp").cast(pa.int64()).to_numpy(zero_copy_only=False)
     expired = tombstone & (times_us < spec.tombstone_cutoff_ms * MICROS_PER_MILLI)
     latest = compacted & won

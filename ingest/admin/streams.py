@@ -26,6 +26,7 @@ from ingest.replication.storage_stall import StorageStall
 from ingest.security.node_credentials import outgoing_credentials
 from spark_log.api_models import (
     EpochEntryView,
+    ErrorDetail,
     FlushResult,
     LakeRef,
     LeaderReportView,
@@ -245,6 +246,7 @@ def local_partition_view(node: NodeView, name: str, p: int) -> ReplicaView:
         fenced=state.fenced_reason is not None,
         lake_start_offset=exporter.lake_start_offset if exporter else None,
         lake_offset=exporter.lake_offset if exporter else None,
+        lake_error=_lake_error_view(exporter.last_error if exporter else None),
         recovery_loss=_recovery_loss_view(log_.recovery_loss if log_ else None),
         replica_log_end_offsets=leos,
         last_leader_report=_leader_report_view(replica.follower_path.last_leader_report),
@@ -265,6 +267,11 @@ def _leader_report_view(report: LeaderReport | None) -> LeaderReportView | None:
         return None
     age_ms = int((time.monotonic() - report.at_monotonic_s) * 1000)
     return LeaderReportView(report.leader, report.leader_epoch, report.high_watermark, age_ms)
+
+
+def _lake_error_view(error: LiftlogError | None) -> ErrorDetail | None:
+    """The error the lake export last failed with, while it retries."""
+    return None if error is None else ErrorDetail(error.code, error.message)
 
 
 def _storage_error_view(stall: StorageStall | None) -> StorageErrorView | None:
@@ -365,6 +372,7 @@ async def _describe_partition(
         log_start_offset=view.log_start_offset,
         lake_start_offset=view.lake_start_offset,
         lake_offset=view.lake_offset,
+        lake_error=view.lake_error,
         offline=offline or view.offline,
         storage_error=view.storage_error,
         replica_log_end_offsets=view.replica_log_end_offsets or {},

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 
 from fastapi import Request
 from pydantic import ValidationError
@@ -55,10 +56,16 @@ def produce_requests(
 
 def publish_result(stream: str, partition: int, acks: list[ProduceAck]) -> PublishResult:
     """The REST publish answer: every record's offset, and ``duplicate`` when the produce
-    path found every request already written (nothing new was stored)."""
+    path found every request already written (nothing new was stored). A record stored in
+    the dead letter stream instead has offset -1 and is described in ``dead_letters``."""
     offsets = tuple(ack.offset + i for ack in acks for i in range(ack.count))
     duplicate = bool(acks) and all(ack.duplicate for ack in acks)
-    return PublishResult(stream, partition, offsets, duplicate)
+    dead = tuple(
+        dataclasses.replace(ack.dead_letter, index=index)
+        for index, ack in enumerate(acks)
+        if ack.dead_letter is not None
+    )
+    return PublishResult(stream, partition, offsets, duplicate, dead)
 
 
 def _parse_json_body(data: bytes) -> PublishBody:

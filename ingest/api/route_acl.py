@@ -117,9 +117,7 @@ ROUTE_RULES: dict[tuple[str, str], RouteRule] = {
     ("POST", "/subjects/{subject}/versions"): _on_subject(Action.ALTER),
     ("GET", "/subjects/{subject}/versions/{version}"): _on_subject(Action.DESCRIBE),
     ("GET", "/subjects/{subject}/versions/{version}/schema"): _on_subject(Action.DESCRIBE),
-    ("GET", "/subjects/{subject}/versions/{version}/referencedby"): _on_subject(
-        Action.DESCRIBE
-    ),
+    ("GET", "/subjects/{subject}/versions/{version}/referencedby"): _on_subject(Action.DESCRIBE),
     ("DELETE", "/subjects/{subject}/versions/{version}"): _on_subject(Action.DELETE),
     ("GET", "/mode"): AUTHENTICATED,
     ("GET", "/config"): AUTHENTICATED,
@@ -128,9 +126,7 @@ ROUTE_RULES: dict[tuple[str, str], RouteRule] = {
     ("GET", "/config/{subject}"): _on_subject(Action.DESCRIBE),
     ("PUT", "/config/{subject}"): _on_subject(Action.ALTER),
     ("DELETE", "/config/{subject}"): _on_subject(Action.ALTER),
-    ("POST", "/compatibility/subjects/{subject}/versions/{version}"): _on_subject(
-        Action.DESCRIBE
-    ),
+    ("POST", "/compatibility/subjects/{subject}/versions/{version}"): _on_subject(Action.DESCRIBE),
     ("POST", "/compatibility/subjects/{subject}/versions"): _on_subject(Action.DESCRIBE),
 }
 

@@ -8,6 +8,13 @@ app transaction moves the partition's version from the range's start to its end,
 against the table right before the commit (see ``spark_log.lake.table``): the table, not this
 process, is the source of truth, so a new leader simply continues at the table's version.
 
+A stream bound to a schema (``value_schema``) is exported typed (``spark_log.lake.typed_export``):
+a schema change adds its columns in the same commit as the rows that bring them, so the table's
+layout moves with the same exactly-once, leader-fenced series. A change the table cannot follow
+fails the round like any error: the export stops there, retried, its records kept in the log,
+and the error is the partition's ``last_error`` and every flush's answer until it is resolved.
+An encrypted stream is never typed: its columns would hold its values in clear.
+
 All Delta and file I/O runs on the lake's own threads, never on the event loop and never on the
 default executor that appends and fsyncs use; a failing round is logged, counted and retried
 with backoff, and ingest never waits for the lake.
@@ -41,10 +48,21 @@ from spark_log.errors import (
     RequestTimeoutError,
     StorageError,
 )
-from spark_log.lake import LakeCommitConflictError, LakeRange, LakeSnapshot, LakeTable, read_range
+from spark_log.lake import (
+    LAKE_SCHEMA,
+    LakeCommitConflictError,
+    LakeRange,
+    LakeSnapshot,
+    LakeTable,
+    read_range,
+)
 from spark_log.lake.encrypted_export import ExportCommit, export_encrypted
 from spark_log.lake.storage import lake_storage
+from spark_log.lake.typed_export import TableRows, typed_rows, untyped_rows
+from spark_log.lake.typed_layout import RAW_VALUE_FIELD, TYPED_BASE_SCHEMA
+from spark_log.lake.typed_values import SchemaLookup
 from spark_log.log import PartitionLog
+from spark_log.value_schema import ValueSchema
 
 log = logging.getLogger("liftlog.exporter")
 
@@ -150,11 +168,18 @@ class PartitionExporter:
         *,
         clock: Clock = SYSTEM_CLOCK,
         cipher: Callable[[], ValueCipher | None] = lambda: None,
+        binding: Callable[[], ValueSchema | None] = lambda: None,
+        registry: SchemaLookup | None = None,
     ) -> None:
         """``cipher``: the partition's value cipher now (an encrypted stream's; None until
-        its data key is loaded, and then nothing is exported)."""
+        its data key is loaded, and then nothing is exported). ``binding``: the stream's
+        ``value_schema`` now (None: unbound), whose values the ``registry`` decodes."""
         self._source = source
         self._cipher = cipher
+        self._binding = binding
+        self._registry = registry
+        self.last_error: LiftlogError | None = None
+        """Why the last round failed (None once a round succeeds): a stalled export says why."""
         self._clock = clock
         self._identity = identity
         self._target = target
@@ -302,6 +327,7 @@ class PartitionExporter:
                 await asyncio.wait_for(self._wake.wait(), remaining)
 
     def _apply(self, outcome: _Round) -> None:
+        self.last_error = None
         previous = self.lake_offset
         self.lake_offset = outcome.lake_offset
         self.lake_start_offset = outcome.lake_start_offset
@@ -347,6 +373,7 @@ class PartitionExporter:
             "%s: lake export failed (retrying in %.1fs): %s", self._name, self._backoff_s, exc
         )
         error = exc if isinstance(exc, LiftlogError) else LakeError(str(exc))
+        self.last_error = error
         self._fail_waiters(error)
 
     def _log_crash(self, task: asyncio.Task[None]) -> None:
@@ -360,7 +387,7 @@ class PartitionExporter:
         ends for this partition."""
         if self._identity is not None:
             self._identity.verify()
-        self._table.ensure_exists()
+        self._table.ensure_exists(self._new_table_schema())
         snapshot = self._table.snapshot()
         return _Round(
             self._table_offset(snapshot.exported_offset(self._target.partition)),
@@ -415,8 +442,14 @@ class PartitionExporter:
         an encrypted stream's as a modular-encrypted file written here; the table version."""
         metadata = self._commit_metadata(start, chunk.end_offset)
         if cipher is None:
+            rows = self._table_rows(snapshot, chunk.table)
             return snapshot.append(
-                chunk.table, self._target.partition, chunk.end_offset, self._still_allowed, metadata
+                rows.table,
+                self._target.partition,
+                chunk.end_offset,
+                self._still_allowed,
+                metadata,
+                merge_schema=rows.merge_schema,
             )
         return export_encrypted(
             snapshot,
@@ -424,6 +457,36 @@ class PartitionExporter:
             chunk,
             cipher.file_crypto(self._target.stream, self._target.partition),
             ExportCommit(self._target.partition, self._still_allowed, metadata),
+        )
+
+    def _typed_binding(self) -> ValueSchema | None:
+        """The binding this export types values by (None: exported as bytes)."""
+        binding = self._binding()
+        if binding is None or self._registry is None or self._target.encrypted:
+            return None
+        return binding
+
+    def _new_table_schema(self) -> pa.Schema:
+        """The columns the table is created with: a typed stream's value columns come with
+        the first rows of each schema."""
+        binding = self._typed_binding()
+        if binding is None:
+            return LAKE_SCHEMA
+        if binding.keep_raw_value:
+            return TYPED_BASE_SCHEMA.append(RAW_VALUE_FIELD)
+        return TYPED_BASE_SCHEMA
+
+    def _table_rows(self, snapshot: LakeSnapshot, rows: pa.Table) -> TableRows:
+        """The range's rows as the table's: typed for a bound stream."""
+        binding = self._typed_binding()
+        if binding is None or self._registry is None:
+            return untyped_rows(rows, snapshot.arrow_schema())
+        return typed_rows(
+            rows,
+            snapshot.arrow_schema(),
+            binding.subject,
+            binding.keep_raw_value,
+            self._registry,
         )
 
     def _export_cipher(self) -> ValueCipher | None:

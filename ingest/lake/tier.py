@@ -12,6 +12,9 @@ The Delta snapshot (files per partition with their offset statistics) is cached 
 ``LAKE_VIEW_TTL_S`` and loaded again sooner when a read wants an offset the snapshot does not
 reach yet, or a file it lists has vanished (a compaction replaced it and a vacuum deleted it).
 All Delta and Parquet I/O runs on the lake's threads (``ingest.lake.exporter.in_lake_thread``).
+
+A typed table's rows that did not keep their raw value are served with the value rebuilt from
+their columns and schema id (``spark_log.lake.typed_reencode``), as the record was stored.
 """
 
 from __future__ import annotations
@@ -29,9 +32,11 @@ from ingest.lake.row_groups import DEFAULT_CACHE_BYTES, LakeFileRef, RowGroupCac
 from spark_log.crypto.parquet_kms import PartitionFileCrypto
 from spark_log.errors import OffsetOutOfRangeError
 from spark_log.lake import range_read
-from spark_log.lake.errors import LakeFileGoneError
+from spark_log.lake.errors import LakeFileGoneError, LakeValueRebuildError
 from spark_log.lake.layout import MICROS_PER_MILLI
 from spark_log.lake.storage import LakeStorage
+from spark_log.lake.typed_reencode import SchemaById, with_raw_values
+from spark_log.lake.typed_values import LoadedSchemaLike
 from spark_log.lake.view import LakeView, load_lake_view
 from spark_log.log.fetch_table import FETCH_SCHEMA
 
@@ -53,6 +58,9 @@ class LakePartition:
     storage: LakeStorage
     crypto: PartitionFileCrypto | None = None
     """An encrypted stream's partition keys (its files are Parquet modular-encrypted)."""
+    schemas: SchemaById | None = None
+    """The schema registry, which rebuilds the values of a typed table that did not keep
+    them (``spark_log.lake.typed_reencode``); None: the node has none."""
 
 
 @dataclass(frozen=True)
@@ -131,7 +139,8 @@ class LakeTier:
         stop = min(end, offset + max_records, view.lake_offset(part.partition))
         files = view.files_overlapping(part.partition, offset, stop)
         refs = [LakeFileRef(f.path, view.storage, part.crypto) for f in files]
-        table = _read_rows(self._row_groups, refs, offset, stop)
+        schemas = part.schemas if part.schemas is not None else _NO_SCHEMAS
+        table = _read_rows(self._row_groups, refs, offset, stop, schemas)
         return _bounded(table, stop, max_records, max_bytes)
 
     def _offset_for_timestamp(
@@ -192,19 +201,45 @@ def _behind(view: LakeView | None, partition: int, wanted: int | None) -> bool:
 
 
 def _read_rows(
-    cache: RowGroupCache, files: Iterable[LakeFileRef], start: int, end: int
+    cache: RowGroupCache, files: Iterable[LakeFileRef], start: int, end: int, schemas: SchemaById
 ) -> pa.Table:
     """The files' rows in ``[start, end)`` in offset order, as FETCH_SCHEMA (timestamps in
-    ms, as fetched)."""
-    pieces = [piece for ref in files for piece in cache.rows(ref, start, end) if piece.num_rows]
+    ms, as fetched); a typed file's values rebuilt from its columns when it did not keep them
+    (on this lake thread: the registry may block on an id it has not loaded yet)."""
+    pieces = [
+        _fetch_rows(piece, schemas)
+        for ref in files
+        for piece in cache.rows(ref, start, end)
+        if piece.num_rows
+    ]
     if not pieces:
         return FETCH_SCHEMA.empty_table()
     table = pa.concat_tables(pieces)
     if len(pieces) > 1:  # row groups of a file may interleave in offsets
         table = table.sort_by("offset")
+    return table
+
+
+def _fetch_rows(piece: pa.Table, schemas: SchemaById) -> pa.Table:
+    """One row group's rows, untyped or typed, as FETCH_SCHEMA."""
+    table = with_raw_values(piece, schemas).select(FETCH_SCHEMA.names)
     timestamps = table.column("timestamp").cast(FETCH_SCHEMA.field("timestamp").type, safe=False)
     table = table.set_column(1, FETCH_SCHEMA.field("timestamp"), timestamps)
     return table.cast(FETCH_SCHEMA)
+
+
+class _NoRegistry:
+    """The lookup of a node without a schema registry: a typed file's values cannot be
+    rebuilt there."""
+
+    def loaded(self, schema_id: int) -> LoadedSchemaLike:
+        raise LakeValueRebuildError(
+            f"a typed lake row (schema id {schema_id}) did not keep its value and this node "
+            "has no schema registry to rebuild it with"
+        )
+
+
+_NO_SCHEMAS = _NoRegistry()
 
 
 def _bounded(table: pa.Table, end: int, max_records: int, max_bytes: int) -> LakeRead:

@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 
 from ingest.produce.arrow_guard import check_plain_type, refuse_compressed
 from ingest.produce.envelope_acks import EnvelopeAck
+from spark_log.api_models import DeadLetter
 from spark_log.errors import InvalidRequestError, InvalidTimestampError, RecordTooLargeError
 from spark_log.log import RECORD_SCHEMA
 from spark_log.stream_spec import ACK_POLICIES, StreamSpec
@@ -41,6 +42,8 @@ class ProduceAck:
     offset: int
     count: int
     duplicate: bool = False
+    dead_letter: DeadLetter | None = None
+    """Set when the record was stored in the dead letter stream instead (offset -1)."""
 
 
 @dataclass(slots=True)

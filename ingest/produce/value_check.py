@@ -13,6 +13,8 @@ from ZooKeeper in a worker thread (``prepare``) so the writer's loop never block
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import Iterable, Iterator
 
 from coordinator.schemas.cache import LoadedSchema
@@ -22,29 +24,59 @@ from spark_log.errors import LiftlogError
 from spark_log.schemas import SchemaViolationError, unframe
 from spark_log.value_schema import ValueSchema
 
+REFRESH_INTERVAL_S = 1.0
+log = logging.getLogger("liftlog.value_check")
+
 
 class ValueChecker:
     """One per node: the registry's view, shared by every partition it leads."""
 
     def __init__(self, registry: SchemaRegistry) -> None:
         self._registry = registry
+        self._refreshed_at = -REFRESH_INTERVAL_S
+
+    async def _refresh_soon(self) -> None:
+        """Re-read the registry now unless that was done less than a second ago (invalid
+        traffic must not turn into a ZooKeeper read per message)."""
+        now = time.monotonic()
+        if now - self._refreshed_at < REFRESH_INTERVAL_S:
+            return
+        self._refreshed_at = now
+        try:
+            await asyncio.to_thread(self._registry.cache.refresh)
+        except LiftlogError as exc:  # ZooKeeper away: judge by what this node knows
+            log.warning("could not re-read the schema registry: %s", exc.message)
 
     async def prepare(self, binding: ValueSchema, items: Iterable[ProduceRequest]) -> None:
-        """Load, in a thread, the schemas ``items`` name that this node has not read yet."""
+        """Load, in a thread, the schemas ``items`` name that this node has not read yet.
+
+        An id this node does not know under the subject, or a subject it knows no version
+        of, may have been registered through another node a moment ago (the watch has not
+        told this one yet): the registry is re-read once, at most every second, before such
+        records are refused."""
         cache = self._registry.cache
-        missing = {
-            schema_id
+        named = {
+            framed[0]
             for req in items
             for value in _values(req)
             if (framed := unframe(value)) is not None
-            and cache.cached(schema_id := framed[0]) is None
-            and self._registry.registered_under(binding.subject, schema_id)
+        }
+        unknown = any(not self._registry.registered_under(binding.subject, i) for i in named)
+        if unknown or self._registry.latest_id(binding.subject) is None:
+            await self._refresh_soon()
+        missing = {
+            i
+            for i in named
+            if cache.cached(i) is None and self._registry.registered_under(binding.subject, i)
         }
         latest = self._registry.latest_id(binding.subject)
         if latest is not None and cache.cached(latest) is None:
             missing.add(latest)
         if missing:
-            await asyncio.to_thread(lambda: [cache.schema(i) for i in sorted(missing)])
+            try:
+                await asyncio.to_thread(lambda: [cache.schema(i) for i in sorted(missing)])
+            except LiftlogError as exc:  # the records naming it are refused, to be retried
+                log.warning("could not read a schema from the registry: %s", exc.message)
 
     def violation(self, binding: ValueSchema, req: ProduceRequest) -> LiftlogError | None:
         """Why ``req`` may not be stored (None: every value matches). A producer batch is

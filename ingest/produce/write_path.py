@@ -15,6 +15,7 @@ replica implements; the resume of an idle-paused partition is handed in as a cal
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections import deque
@@ -33,11 +34,13 @@ from ingest.produce.request import ProduceAck, ProduceRequest, request_from_nats
 from ingest.produce.sequencer import CycleResult, Sequenced, Sequencer, next_cycle
 from ingest.produce.value_check import ValueChecker
 from ingest.replication.partition_state import Partition
+from spark_log.api_models import Ack, DeadLetter
 from spark_log.config import IngestConfig
 from spark_log.crypto import ValueCipher
 from spark_log.errors import (
     KeyUnavailableError,
     LiftlogError,
+    SchemaViolationError,
     StorageError,
     StreamPausedError,
     UnavailableError,
@@ -60,6 +63,13 @@ log = logging.getLogger("liftlog.write_path")
 MAGIC_FIRST_BYTE = MAGIC[0]
 PRINCIPAL_VERDICT_TTL_S = 1.0
 MAX_PRINCIPAL_VERDICTS = 1024
+
+DeadLetterAnswer = Callable[[ProduceRequest, "DeadLetter | LiftlogError"], None]
+DeadLetterSink = Callable[
+    [StreamSpec, int, ProduceRequest, SchemaViolationError, DeadLetterAnswer], None
+]
+"""Stores (stream spec, partition, request, violation) in the dead letter stream, in the
+background, then answers through the callable it is given."""
 
 AckSender = Callable[[str, bytes], None]
 """Queues a message on NATS (the intake writes everything queued in a loop turn at once)."""
@@ -129,6 +139,7 @@ class LeaderWritePath:
         self._readonly_drops = metrics.readonly_drops.labels(*self._labels)
         self._internal_reply_drops = metrics.internal_reply_drops.labels(*self._labels)
         self._envelope_drops = metrics.envelope_drops.labels(*self._labels)
+        self._dead_lettered = metrics.dead_lettered.labels(*self._labels)
         self._ack_latency: dict[str, HistogramChild] = {}
         self._log_flush = metrics.log_flush.labels(spec.name)
         self._commit_latency = metrics.commit_latency.labels(spec.name)
@@ -149,6 +160,9 @@ class LeaderWritePath:
         self.value_checker: ValueChecker | None = None
         """The check of a typed stream's values against the schema registry (set by the
         replica manager; asked only while the spec binds a value schema)."""
+        self.dead_letters: DeadLetterSink | None = None
+        """Stores a record that failed that check in the binding's dead letter stream (set
+        by the node; None: such records are refused)."""
         self._verdicts: dict[str, tuple[float, LiftlogError | None]] = {}
         self._queue: list[ProduceRequest] = []
         self._queued_bytes = 0
@@ -495,9 +509,43 @@ class LeaderWritePath:
             violation = checker.violation(binding, req)
             if violation is None:
                 valid.append(req)
+            elif self._dead_letterable(binding, req, violation):
+                self._dead_letter(req, violation)
             else:
                 self._refuse(req, violation)
         return valid
+
+    def _dead_letterable(
+        self, binding: ValueSchema, req: ProduceRequest, violation: LiftlogError
+    ) -> bool:
+        """A single record (not a producer batch nor a Liftbridge envelope, which are
+        refused whole) that does not match the schema, on a stream that asks for it."""
+        return (
+            binding.on_invalid == "dead_letter"
+            and self.dead_letters is not None
+            and isinstance(violation, SchemaViolationError)
+            and req.records is None
+            and req.envelope is None
+        )
+
+    def _dead_letter(self, req: ProduceRequest, violation: LiftlogError) -> None:
+        sink = self.dead_letters
+        if sink is not None and isinstance(violation, SchemaViolationError):
+            self._dead_lettered.inc()
+            sink(self._spec, self._partition.partition, req, violation, self._answer_dead_letter)
+
+    def _answer_dead_letter(self, req: ProduceRequest, outcome: DeadLetter | LiftlogError) -> None:
+        """Answer a record sent to the dead letter stream once that stream stored it (or
+        refused it: then the publisher gets that error, and nothing was stored)."""
+        if isinstance(outcome, LiftlogError):
+            self._refuse(req, outcome)
+        elif req.future is not None:
+            if not req.future.done():
+                req.future.set_result(ProduceAck(-1, 1, dead_letter=outcome))
+        elif req.reply is not None:
+            ack = Ack(self._spec.name, self._partition.partition, -1, dead_letter=outcome)
+            self._queue_ack(req.reply, json.dumps(ack.to_json(), separators=(",", ":")).encode())
+        self._wakeup.set()
 
     async def _idle_refusal(self) -> LiftlogError | None:
         """A partition paused for idleness holds the cycle (and, through back-pressure,

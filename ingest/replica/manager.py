@@ -26,6 +26,7 @@ from coordinator import reassignment_store
 from coordinator.errors import VersionConflictError, ZkNotSentError
 from coordinator.isr import bump_epoch_after_restart, leave_isr_for_data_loss, update_isr
 from coordinator.partition_keys import load_cipher
+from coordinator.schemas.registry import SchemaRegistry
 from coordinator.streams import StreamStore
 from coordinator.zk import ZkSession
 from coordinator.znodes import PartitionState, StreamRecord
@@ -35,6 +36,7 @@ from ingest.lake.identity import LakeIdentity
 from ingest.metrics import NodeMetrics
 from ingest.produce.intake import Intake
 from ingest.produce.value_check import ValueChecker
+from ingest.produce.write_path import DeadLetterSink
 from ingest.replica.idle_pause import IdleMarker
 from ingest.replica.replica import IsrWriter, PartitionReplica
 from ingest.replication.throttle import ReplicationThrottle
@@ -99,6 +101,12 @@ class ReplicaManager:
         are Liftlog tokens)."""
         self.value_checker: ValueChecker | None = None
         """Checks typed streams' values against the schema registry (set by the node)."""
+        self.dead_letters: DeadLetterSink | None = None
+        """Stores typed streams' invalid records in their dead letter streams (set by the
+        node)."""
+        self.schemas: SchemaRegistry | None = None
+        """The schema registry, which typed streams' lake exports decode with (set by the
+        node)."""
         self._lock = asyncio.Lock()
         self.cluster = cluster_token(config.zk_root)
         # read and checked at start: a bad master key fails the node, not its first write
@@ -267,6 +275,8 @@ class ReplicaManager:
         replica.idle.marker = self._idle_marker(key)
         replica.writes.recorded_elsewhere = functools.partial(self.recorded_elsewhere, key[0])
         replica.writes.value_checker = self.value_checker
+        replica.writes.dead_letters = self.dead_letters
+        replica.schemas = self.schemas
         if self.publish_check is not None:
             replica.writes.publisher_refusal = functools.partial(self.publish_check, key[0])
         await replica.open()

@@ -45,6 +45,7 @@ from spark_log.crypto import ValueCipher
 from spark_log.errors import LiftlogError, NotLeaderError, StorageError, StreamPausedError
 from spark_log.lake import configured_table_uri
 from spark_log.lake.storage import lake_storage
+from spark_log.lake.typed_values import SchemaLookup
 from spark_log.log import PartitionLog
 from spark_log.stream_spec import StreamSpec
 
@@ -104,6 +105,9 @@ class PartitionReplica:
         self._fetcher: ReplicaFetcher | None = None
         self._fetch_server: FetchServer | None = None
         self._exporter: PartitionExporter | None = None
+        self.schemas: SchemaLookup | None = None
+        """The schema registry a typed stream's lake export decodes with (set by the
+        manager)."""
         fsync_always = config.log.fsync == "always"
         self.state: Final = Partition(
             broker_id=config.broker_id,
@@ -362,6 +366,8 @@ class PartitionReplica:
             self._lake_identity,
             clock=self._clock,
             cipher=lambda: self._cipher,
+            binding=lambda: self.spec.value_schema,
+            registry=self.schemas,
         )
         self._exporter.start()
 

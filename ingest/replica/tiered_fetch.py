@@ -126,4 +126,5 @@ def lake_partition(replica: PartitionReplica) -> LakePartition | None:
         uri,
         lake_storage(replica.config.lake).at(uri),
         crypto,
+        replica.schemas,
     )

@@ -72,6 +72,9 @@ def print_describe(body: StreamDescription, brokers: Iterable[BrokerInfo] = ()) 
     if body.spec.value_schema is not None:
         print(value_schema_line(body.spec.value_schema))
     print_table(DESCRIBE_HEADERS, [_partition_row(p) for p in body.partitions])
+    for p in body.partitions:
+        if p.lake_error is not None:
+            print(f"partition {p.partition}: lake export stalled: {p.lake_error.message}")
     if brokers:
         print(f"brokers (Liftbridge gRPC): {grpc_addresses(brokers)}")
 

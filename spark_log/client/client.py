@@ -21,6 +21,7 @@ from nats.aio.msg import Msg
 from spark_log.api_models import (
     Ack,
     ClusterInfo,
+    DeadLetter,
     FlushResult,
     ReassignmentStatus,
     StreamDescription,
@@ -899,7 +900,13 @@ def ack_from_wire(stream: str, body: JsonMapping, count: int = 1) -> Ack:
         offset=int(body["offset"]),
         count=int(body.get("count", count)),
         duplicate=bool(body.get("duplicate", False)),
+        dead_letter=_dead_letter(body.get("dead_letter")),
     )
+
+
+def _dead_letter(body: object) -> DeadLetter | None:
+    """Where a record of a typed stream went instead (rare: parsed only when present)."""
+    return DeadLetter.from_json(body) if isinstance(body, Mapping) else None
 
 
 def _raise_outcome(last: LiftlogError, maybe_stored: LiftlogError | None) -> NoReturn:

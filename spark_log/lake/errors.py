@@ -49,3 +49,9 @@ class LakeFileGoneError(LakeFileReadError):
     """A file of the snapshot being read no longer exists: a compaction replaced it and a
     vacuum deleted it since the snapshot was loaded. Reading a newer snapshot finds the
     rows the compaction kept in the file that replaced it."""
+
+
+class LakeValueRebuildError(LakeError):
+    """A typed lake row's value cannot be rebuilt from its columns: its schema id is no longer
+    in the registry (deleted permanently), no registry is at hand, or the columns do not encode
+    with that schema. The read is refused rather than answered with other bytes."""

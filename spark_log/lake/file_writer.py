@@ -3,11 +3,12 @@ lake (local disk, S3, GCS, Azure alike), in the lake's file format, split at a r
 
 Compaction tasks and small-file packing write their files with this, never through Spark's
 Hadoop file system (whose object-store connectors come from Maven and cannot be assumed).
-The format is what delta-rs writes for the exporter: the ``FILE_SCHEMA`` columns (the
-partition is only in the directory name), ``timestamp`` as ``TIMESTAMP(MICROS, UTC)``, snappy,
-column statistics on. An encrypted stream's files are written with Parquet modular encryption
-(``crypto``: the ``value`` column under a column key, the footer plaintext and signed; see
-``spark_log.crypto.parquet_kms``), so a rewrite never turns encrypted values into clear ones.
+The format is what delta-rs writes for the exporter: the table's columns (``FILE_SCHEMA``, or
+a typed table's own; the partition is only in the directory name), ``timestamp`` as
+``TIMESTAMP(MICROS, UTC)``, snappy, column statistics on. An encrypted stream's files are
+written with Parquet modular encryption (``crypto``: the ``value`` column under a column key,
+the footer plaintext and signed; see ``spark_log.crypto.parquet_kms``), so a rewrite never
+turns encrypted values into clear ones.
 Each finished file is described for a Delta ``add`` action from what
 the writer knows (bytes written, footer), so the store is not asked again.
 """
@@ -32,17 +33,25 @@ ROW_GROUP_ROWS = 128 * 1024
 readers that skip row groups by offset statistics could then skip nothing."""
 
 
-def conform(rows: pa.Table) -> pa.Table:
-    """Lake rows in ``FILE_SCHEMA`` (chunks kept): files written by Spark and by delta-rs
-    differ in nullability and field metadata only."""
-    columns = [rows.column(name).cast(FILE_SCHEMA.field(name).type) for name in FILE_SCHEMA.names]
-    return pa.Table.from_arrays(columns, schema=FILE_SCHEMA)
+def conform(rows: pa.Table, schema: pa.Schema = FILE_SCHEMA) -> pa.Table:
+    """Lake rows in the table's file ``schema`` (chunks kept): files written by Spark and by
+    delta-rs differ in nullability and field metadata only, and a typed table's older files
+    lack the columns (and struct fields) later schema versions added, which read as null."""
+    columns = [_column(rows, field) for field in schema]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _column(rows: pa.Table, field: pa.Field) -> pa.ChunkedArray:
+    if field.name not in rows.column_names:
+        return pa.chunked_array([pa.nulls(rows.num_rows, field.type)], field.type)
+    return rows.column(field.name).cast(field.type)
 
 
 class PartitionFileWriter:
     """Writes batches of one partition as files ``partition=<p>/<name>``, starting a new file
     every ``max_rows`` rows; ``name_of(n)`` names the n-th file. ``crypto``: the partition's
-    file encryption, for an encrypted stream (None: clear files)."""
+    file encryption, for an encrypted stream (None: clear files). ``schema``: the table's
+    file columns now (a typed table's are its own, see ``typed_layout``)."""
 
     def __init__(
         self,
@@ -51,7 +60,9 @@ class PartitionFileWriter:
         name_of: Callable[[int], str],
         max_rows: int,
         crypto: PartitionFileCrypto | None = None,
+        schema: pa.Schema = FILE_SCHEMA,
     ) -> None:
+        self._schema = schema
         self._fs, root = storage.filesystem()
         self._root = root.rstrip("/")
         self._uri = storage.uri
@@ -86,7 +97,7 @@ class PartitionFileWriter:
                 self._start_file()
             room = self._max_rows - self._rows_in_file
             part = rows.slice(start, room)
-            self._writer().write_table(conform(part), row_group_size=ROW_GROUP_ROWS)
+            self._writer().write_table(conform(part, self._schema), row_group_size=ROW_GROUP_ROWS)
             self._rows_in_file += part.num_rows
             start += part.num_rows
             if self._rows_in_file >= self._max_rows:
@@ -116,7 +127,7 @@ class PartitionFileWriter:
             sink = self._fs.open_output_stream(f"{self._root}/{relative}")
             writer = pq.ParquetWriter(
                 sink,
-                FILE_SCHEMA,
+                self._schema,
                 compression=COMPRESSION,
                 encryption_properties=self._encryption(),
             )

@@ -31,7 +31,6 @@ from spark_log.lake.compaction_state import (
 from spark_log.lake.errors import EncryptedLakeKeysError
 from spark_log.lake.file_reader import open_parquet
 from spark_log.lake.file_writer import PartitionFileWriter
-from spark_log.lake.layout import FILE_SCHEMA
 from spark_log.lake.new_file import NewFile, discard_paths
 from spark_log.lake.rewrite import RewriteSnapshot, TableFile
 from spark_log.lake.storage import LakeStorage
@@ -98,6 +97,7 @@ def pack_small_files(
     runs = plan_runs(snapshot.files(), target_bytes)
     if not runs:
         return PackOutcome(0, 0, None)
+    file_schema = snapshot.file_schema()  # a typed table's columns stay as they are
     app = compaction_app_id(stream)
     run_id = next_run_id(snapshot.transaction_version(app), now_ms)
     started: list[str] = []
@@ -105,7 +105,7 @@ def pack_small_files(
     try:
         for run in runs:
             crypto = None if crypto_for is None else crypto_for(run[0].partition)
-            written.append(_write_run(storage, run, run_id, started, crypto))
+            written.append(_write_run(storage, run, run_id, started, crypto, file_schema))
         version = snapshot.commit_replace(
             [f for run in runs for f in run],
             written,
@@ -128,10 +128,14 @@ def _write_run(
     run_id: int,
     started: list[str],
     crypto: PartitionFileCrypto | None,
+    file_schema: pa.Schema,
 ) -> NewFile:
-    """Stream the run's rows, in order, into one new file of the partition."""
+    """Stream the run's rows, in order, into one new file of the partition (in the table's
+    columns now: a typed table's older files lack the ones later schemas added)."""
     name = f"{PACKED_PREFIX}{run_id}-{uuid.uuid4().hex}.parquet"
-    writer = PartitionFileWriter(storage, run[0].partition, lambda _n: name, UNSPLIT_ROWS, crypto)
+    writer = PartitionFileWriter(
+        storage, run[0].partition, lambda _n: name, UNSPLIT_ROWS, crypto, file_schema
+    )
     try:
         writer.write_all(_batches(storage, run, crypto))
         (packed,) = writer.close()
@@ -146,4 +150,4 @@ def _batches(
     for f in run:
         fs, path = storage.filesystem_for(f.location)
         with fs.open_input_file(path) as source:
-            yield from open_parquet(source, crypto).iter_batches(columns=FILE_SCHEMA.names)
+            yield from open_parquet(source, crypto).iter_batches()

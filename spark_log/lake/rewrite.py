@@ -38,6 +38,7 @@ from spark_log.errors import LakeError
 from spark_log.json_types import JsonMapping
 from spark_log.lake.errors import LakeCommitConflictError
 from spark_log.lake.layout import (
+    FILE_SCHEMA,
     LAKE_SCHEMA,
     PARTITION_COLUMN,
     ArrowRow,
@@ -92,6 +93,21 @@ class RewriteSnapshot:
     @property
     def version(self) -> int:
         return self._table.version()
+
+    def schema(self) -> pa.Schema:
+        """The table's columns in this version (a typed stream's grow with its schema)."""
+        try:
+            return pa.schema(self._table.schema().to_arrow())
+        except FOREIGN_ERRORS as exc:
+            raise LakeError(f"cannot read the columns of {self.uri}: {exc}") from exc
+
+    def file_schema(self) -> pa.Schema:
+        """What a file rewritten into this version holds: every column but the partition's
+        (``FILE_SCHEMA``, or a typed table's own columns, which a rewrite must keep)."""
+        schema = self.schema()
+        if set(schema.names) == set(LAKE_SCHEMA.names):
+            return FILE_SCHEMA  # an untyped table's files: exactly as they always were
+        return schema.remove(schema.get_field_index(PARTITION_COLUMN))
 
     def files(self) -> list[TableFile]:
         """Every data file of this version, with partition, size, record count and offsets."""
@@ -153,7 +169,7 @@ class RewriteSnapshot:
             self._table.create_write_transaction(
                 actions,
                 mode="append",
-                schema=LAKE_SCHEMA,
+                schema=self.schema(),  # a typed table's own: never narrowed to LAKE_SCHEMA
                 partition_by=[PARTITION_COLUMN],
                 commit_properties=properties,
             )

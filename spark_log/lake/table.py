@@ -56,8 +56,9 @@ class LakeTable:
         self.stream = stream
         self._options = (storage or LakeStorage(uri)).at(uri).delta_options()
 
-    def ensure_exists(self) -> None:
-        """Create the table (LAKE_SCHEMA, partitioned by ``partition``) unless it exists.
+    def ensure_exists(self, schema: pa.Schema = LAKE_SCHEMA) -> None:
+        """Create the table (``schema``: LAKE_SCHEMA, or a typed stream's base columns;
+        partitioned by ``partition``) unless it exists.
 
         Several leaders may try at once: a creator that loses the race finds the table made."""
         try:
@@ -65,7 +66,7 @@ class LakeTable:
                 return
             DeltaTable.create(
                 self.uri,
-                LAKE_SCHEMA,
+                schema,
                 partition_by=[PARTITION_COLUMN],
                 mode="ignore",
                 name=self.stream,
@@ -129,6 +130,13 @@ class LakeSnapshot:
     def version(self) -> int:
         return self._table.version()
 
+    def arrow_schema(self) -> pa.Schema:
+        """The table's columns in this version (a typed stream's grow with its schema)."""
+        try:
+            return pa.schema(self._table.schema().to_arrow())
+        except FOREIGN_ERRORS as exc:
+            raise LakeError(f"cannot read the columns of {self.stream}'s table: {exc}") from exc
+
     def exported_offset(self, partition: int) -> int | None:
         """The partition's app-transaction version: the first offset not in the lake."""
         try:
@@ -164,9 +172,13 @@ class LakeSnapshot:
         end_offset: int,
         still_allowed: Callable[[], bool],
         metadata: JsonMapping,
+        *,
+        merge_schema: bool = False,
     ) -> int:
         """Append ``data`` and move the partition's txn version to ``end_offset`` in one commit,
         against this snapshot (whose version the caller checked); return the new table version.
+        ``merge_schema``: ``data`` brings new columns (a typed stream's schema change), which
+        the same commit appends to the table's schema.
 
         ``still_allowed`` is asked last, immediately before the write: a deposed leader stops
         here. A concurrent commit of the same partition since this snapshot fails the commit
@@ -174,7 +186,13 @@ class LakeSnapshot:
         """
         properties = self._export_properties(partition, end_offset, still_allowed, metadata)
         with self._committing(partition, end_offset):
-            write_deltalake(self._table, data, mode="append", commit_properties=properties)
+            write_deltalake(
+                self._table,
+                data,
+                mode="append",
+                schema_mode="merge" if merge_schema else None,
+                commit_properties=properties,
+            )
         return self._committed(partition, end_offset)
 
     def append_files(

@@ -34,6 +34,9 @@ class ColumnLayout:
     arrow: pa.DataType
     kind: ColumnKind = ColumnKind.PLAIN
     children: tuple[tuple[str, ColumnLayout], ...] = ()
+    required: frozenset[str] = frozenset()
+    """A JSON Schema object's required properties (what a value rebuilt from the columns must
+    keep even when null)."""
 
     @property
     def needs_conversion(self) -> bool:
@@ -43,10 +46,12 @@ class ColumnLayout:
         return self.kind is not ColumnKind.PLAIN
 
 
-def record(children: list[tuple[str, ColumnLayout]]) -> ColumnLayout:
+def record(
+    children: list[tuple[str, ColumnLayout]], required: frozenset[str] = frozenset()
+) -> ColumnLayout:
     """A struct column; every field is nullable (see ``arrow_types``)."""
     fields = [pa.field(name, child.arrow, nullable=True) for name, child in children]
-    return ColumnLayout(pa.struct(fields), ColumnKind.RECORD, tuple(children))
+    return ColumnLayout(pa.struct(fields), ColumnKind.RECORD, tuple(children), required)
 
 
 def list_of(item: ColumnLayout) -> ColumnLayout:

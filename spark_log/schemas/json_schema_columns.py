@@ -114,8 +114,11 @@ class _JsonSchemaWalk:
         properties = schema.get("properties")
         if not isinstance(properties, dict) or not properties:
             return JSON_TEXT  # an open map: its keys are data, not columns
+        required = schema.get("required")
+        names = [n for n in required if isinstance(n, str)] if isinstance(required, list) else []
         return record(
-            [(name, self.column(sub, f"{path}.{name}")) for name, sub in properties.items()]
+            [(name, self.column(sub, f"{path}.{name}")) for name, sub in properties.items()],
+            frozenset(names),
         )
 
     def array(self, schema: JsonMapping, path: str) -> ColumnLayout:

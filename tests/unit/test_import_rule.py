@@ -21,7 +21,7 @@ CORE_THIRD_PARTY = frozenset({"pyarrow", "numpy", "crc32c", "nats", "deltalake",
 # Liftbridge's wire contract (spark_log.liftbridge): protobuf messages and the gRPC service
 CORE_THIRD_PARTY |= {"google", "grpc"}
 # Typed streams' schemas (spark_log.schemas): Avro (fastavro, Apache Avro) and JSON Schema
-CORE_THIRD_PARTY |= {"fastavro", "avro", "jsonschema", "referencing"}
+CORE_THIRD_PARTY |= {"fastavro", "avro", "jsonschema", "jsonschema_rs", "referencing"}
 
 ALLOWED: dict[str, frozenset[str]] = {
     "spark_log": CORE_THIRD_PARTY | {"spark_log"},

@@ -16,8 +16,9 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from spark_log.client import Client
 from spark_log.errors import SchemaViolationError
-from tests.integration.conftest import create_stream, fetch
+from tests.integration.conftest import create_stream, fetch, node_client
 from tests.support.confluent_registry import registry_client
+from tests.support.waiting import wait_for
 
 ORDER = {
     "type": "record",
@@ -46,9 +47,7 @@ def _framed(serializer: AvroSerializer, stream: str, value: dict) -> bytes:
     return data
 
 
-async def test_nats_publishes_are_validated_and_refusals_name_the_field(
-    node, api, nc, stream_name
-):
+async def test_nats_publishes_are_validated_and_refusals_name_the_field(node, api, nc, stream_name):
     serializer = _bound_stream(node, api, stream_name)
     subject = f"{stream_name}.in"
     good = _framed(serializer, stream_name, {"id": "o-1", "qty": 2})
@@ -127,3 +126,88 @@ async def test_binding_an_existing_stream_and_unbinding_it(node, api, nc, stream
     assert await refused()
     api.patch(f"/v1/streams/{stream_name}", json={"value_schema": None})
     assert not await refused()
+
+
+def _dead_lettered_stream(node: Any, api: Any, name: str, dlq: str) -> None:
+    create_stream(api, dlq)
+    create_stream(
+        api,
+        name,
+        value_schema={"format": "avro", "on_invalid": "dead_letter", "dead_letter_stream": dlq},
+    )
+    registry_client(node.api_url).register_schema(
+        f"{name}-value", Schema(json.dumps(ORDER), "AVRO")
+    )
+
+
+async def test_invalid_records_go_to_the_dead_letter_stream_with_the_reason(
+    node, api, nc, stream_name
+):
+    dlq = f"{stream_name}-dlq"
+    _dead_lettered_stream(node, api, stream_name, dlq)
+    ok = await _request(nc, f"{stream_name}.in", b'{"id": "o-1", "qty": 1}')
+    assert ok["offset"] == 0
+    ack = await _request(nc, f"{stream_name}.in", b'{"id": "o-2", "qty": "x"}', {"trace": "t1"})
+    assert ack["stream"] == stream_name and ack["offset"] == -1
+    dead = ack["dead_letter"]
+    assert (dead["stream"], dead["partition"], dead["offset"]) == (dlq, 0, 0)
+    assert "/qty" in dead["reason"]
+    rest = api.post(
+        f"/v1/streams/{stream_name}/partitions/0/records?encoding=utf-8",
+        json={"records": [{"value": '{"id": "o-3", "qty": 3}'}, {"value": "nope", "key": "k"}]},
+    )
+    assert rest.status_code == 200, rest.text
+    body = rest.json()
+    assert body["offsets"] == [1, -1]
+    assert [(d["index"], d["stream"], d["offset"]) for d in body["dead_letters"]] == [(1, dlq, 1)]
+    async with Client(node.api_url) as client:
+        acked = await client.publish(stream_name, b"[1, 2]")
+        assert acked is not None and acked.offset == -1
+        assert acked.dead_letter is not None and acked.dead_letter.offset == 2
+    assert fetch(api, stream_name)["high_watermark"] == 2
+    stored = fetch(api, dlq, offset=0)["records"]
+    assert len(stored) == 3
+    first = stored[0]["headers"]
+    assert first["trace"] == "t1" and first["Liftlog-Dead-Letter-Of"] == f"{stream_name}/0"
+    assert "/qty" in first["Liftlog-Schema-Violation"]
+
+
+async def test_a_missing_dead_letter_stream_refuses_and_stores_nothing(node, api, nc, stream_name):
+    create_stream(
+        api,
+        stream_name,
+        value_schema={"on_invalid": "dead_letter", "dead_letter_stream": f"{stream_name}-gone"},
+    )
+    registry_client(node.api_url).register_schema(
+        f"{stream_name}-value", Schema(json.dumps(ORDER), "AVRO")
+    )
+    ack = await _request(nc, f"{stream_name}.in", b"garbage")
+    assert ack["error"]["code"] == "stream_not_found"
+    assert fetch(api, stream_name)["high_watermark"] == 0
+
+
+async def test_a_dead_letter_stream_led_by_another_node(make_node, stream_name):
+    first, second = make_node(1), make_node(2)
+    dlq = f"{stream_name}-dlq"
+    with node_client(first.api_url) as api:
+        _dead_lettered_stream(first, api, stream_name, dlq)
+        moved = api.post(
+            f"/v1/streams/{dlq}/reassign", json={"partitions": [{"partition": 0, "replicas": [2]}]}
+        )
+        assert moved.status_code in (200, 202), moved.text
+        wait_for(
+            lambda: api.get(f"/v1/streams/{dlq}").json()["partitions"][0]["leader"] == 2,
+            30,
+            message="the dead letter stream led by node 2",
+        )
+        leader = api.get(f"/v1/streams/{stream_name}").json()["partitions"][0]["leader"]
+        url = first.api_url if leader == 1 else second.api_url
+        with node_client(url) as on_leader:
+            resp = on_leader.post(
+                f"/v1/streams/{stream_name}/partitions/0/records?encoding=utf-8",
+                json={"records": [{"value": "not an order"}]},
+            )
+        assert resp.status_code == 200, resp.text
+        assert resp.json()["dead_letters"][0]["stream"] == dlq
+    with node_client(second.api_url) as on_dlq_leader:
+        assert fetch(on_dlq_leader, dlq)["high_watermark"] == 1

@@ -50,7 +50,7 @@ def test_only_health_probes_and_the_api_description_are_open() -> None:
         # whoever may describe a subject holding it; the formats and mode are public facts
         (method, path)
         for (method, path) in ROUTE_RULES
-        if method == "GET" and path in ("/subjects", "/config", "/mode")
+        if (method == "GET" and path in ("/subjects", "/config", "/mode"))
         or path.startswith("/schemas/")
     } | {
         # consumer groups check each stream they involve in the route itself

@@ -167,6 +167,7 @@ class OvertakenReplica:
         self.partition = 0
         self.config = SimpleNamespace(lake=LakeConfig(uri=str(Path(uri).parent)))
         self.cipher = None
+        self.schemas = None
         self.reads = LogStartReads(self.log)
         self.local_reads = 0
 
