@@ -8,6 +8,7 @@ Delta snapshot); tasks then carry everything an executor needs.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from datasource.bounds import PartitionBounds, check_range, partition_bounds, readable_segments
@@ -19,6 +20,7 @@ from datasource.splitting import Segment, split, task_size
 from datasource.stream_view import StreamView, describe
 from datasource.tasks import ReadSettings, ReadTask
 from datasource.timestamps import resolve_offset
+from datasource.typed_plan import TypedRead, binary_lake_columns
 from spark_log.client.rest import RestClient
 from spark_log.lake.storage import LakeStorage
 
@@ -29,8 +31,11 @@ class ReadPlan:
     tasks: list[ReadTask]
 
 
-def plan_batch(opts: BatchOptions, pruning: Pruning | None = None) -> ReadPlan:
-    """The tasks of one batch read (``pruning`` from pushed-down filters narrows them)."""
+def plan_batch(
+    opts: BatchOptions, pruning: Pruning | None = None, typed: TypedRead | None = None
+) -> ReadPlan:
+    """The tasks of one batch read (``pruning`` from pushed-down filters narrows them;
+    ``typed``: the columns of a typed read)."""
     pruning = pruning or Pruning()
     rest = RestClient(opts.servers, credentials=opts.credentials)
     view = describe(rest, opts.stream)
@@ -50,15 +55,23 @@ def plan_batch(opts: BatchOptions, pruning: Pruning | None = None) -> ReadPlan:
         segments.extend(readable_segments(opts.stream, bounds, start, end, opts.fail_on_data_loss))
     per_task = task_size(segments, opts.max_records_per_partition, opts.min_partitions)
     leaders = {p.partition: p.leader_url for p in view.partitions}
-    settings = read_settings(opts, lake_uri, pruning, view.encrypted)
+    settings = read_settings(opts, lake_uri, pruning, view.encrypted, typed)
+    if typed is None and lake is not None and view.value_schema is not None:
+        extra = binary_lake_columns(lake_storage(opts, lake.uri))
+        settings = dataclasses.replace(settings, typed_lake_columns=extra)
     return ReadPlan(settings, split(settings, segments, lake, leaders, per_task))
 
 
 def read_settings(
-    opts: SourceOptions, lake_uri: str | None, pruning: Pruning, encrypted: bool = False
+    opts: SourceOptions,
+    lake_uri: str | None,
+    pruning: Pruning,
+    encrypted: bool = False,
+    typed: TypedRead | None = None,
 ) -> ReadSettings:
     return ReadSettings(
         encrypted=encrypted,
+        typed=typed,
         servers=opts.servers,
         stream=opts.stream,
         include_headers=opts.include_headers,

@@ -20,19 +20,27 @@ from datasource.options import BatchOptions
 from datasource.pushdown import Pruning, pruning_from_filters
 from datasource.task_read import as_schema, read_task
 from datasource.tasks import ReadTask
+from datasource.typed_plan import TypedRead
 
 
 class LiftlogBatchReader(DataSourceReader):
     """Plans history from the lake plus the tail from the leaders; reads Arrow batches."""
 
-    def __init__(self, options: BatchOptions, arrow_schema: pa.Schema | None = None) -> None:
+    def __init__(
+        self,
+        options: BatchOptions,
+        arrow_schema: pa.Schema | None = None,
+        typed: TypedRead | None = None,
+    ) -> None:
         self.options = options
+        self.typed = typed
+        """A typed read's columns (None: Kafka's)."""
         self.arrow_schema = arrow_schema
         """The Arrow form of a user schema that declares more columns nullable (None: ours)."""
         self.pruning: Pruning | None = None
 
     def partitions(self) -> Sequence[InputPartition]:
-        return list(plan_batch(self.options, self.pruning).tasks)
+        return list(plan_batch(self.options, self.pruning, self.typed).tasks)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if isinstance(partition, ReadTask):  # no task at all arrives as InputPartition(None)

@@ -61,3 +61,11 @@ class SchemaError(DataSourceError):
     """The DataFrame written to the sink lacks ``value`` or has a column of the wrong type."""
 
     code = "invalid_schema"
+
+
+class SchemaChangedError(DataSourceError):
+    """A bound stream's values cannot be given the columns a query has: the subject's schema
+    changed in a way the query's columns cannot follow (a streaming query restarted after a
+    new version widened them), or its versions have no typed layout at all."""
+
+    code = "schema_changed"

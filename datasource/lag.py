@@ -97,6 +97,8 @@ def _offsets(value: object) -> dict[str, dict[int, int]] | None:
         return None
     parsed: dict[str, dict[int, int]] = {}
     for stream, parts in value.items():
+        if stream.startswith("$"):
+            continue  # not a stream: a typed query's schema record (datasource.typed_checkpoint)
         if not isinstance(parts, dict):
             return None
         try:

@@ -52,13 +52,18 @@ _SOURCE_NAMES = CREDENTIAL_NAMES | frozenset(
         "minPartitions",
         "startingOffsets",
         "startingTimestamp",
+        "valueFormat",
     }
 )
 BATCH_NAMES = _SOURCE_NAMES | {"endingOffsets", "endingTimestamp", "filterPushdown"}
 STREAM_NAMES = _SOURCE_NAMES | {"maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay"}
 SINK_NAMES = CREDENTIAL_NAMES | frozenset(
-    {"servers", "stream", "idempotent", "idempotencyKey", "natsUrl", "ackTimeoutMs"}
+    {"servers", "stream", "idempotent", "idempotencyKey", "natsUrl", "ackTimeoutMs", "valueFormat"}
 )
+TYPED = "typed"
+BINARY = "binary"
+VALUE_FORMATS = (TYPED, BINARY)
+"""``valueFormat``: a bound stream's values as typed columns, or as bytes (Kafka's columns)."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,8 @@ class SourceOptions:
     starting: OffsetSpec
     starting_timestamp_ms: int | None
     credentials: ClientCredentials = field(default_factory=ClientCredentials, kw_only=True)
+    value_format: str | None = field(default=None, kw_only=True)
+    """``typed`` or ``binary`` (None: typed for a bound stream, binary for any other)."""
 
 
 class _SourceFields(TypedDict):
@@ -96,6 +103,7 @@ class _SourceFields(TypedDict):
     starting: OffsetSpec
     starting_timestamp_ms: int | None
     credentials: ClientCredentials
+    value_format: str | None
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,9 @@ class SinkOptions:
     nats_url: str | None
     ack_timeout_s: float
     credentials: ClientCredentials = field(default_factory=ClientCredentials, kw_only=True)
+    value_format: str | None = field(default=None, kw_only=True)
+    """``typed``: rows' columns are the value's fields; ``binary``: a ``value`` column (None:
+    typed for a bound stream whose DataFrame has no ``value`` column)."""
 
 
 def batch_options(options: Mapping[str, str]) -> BatchOptions:
@@ -157,6 +168,13 @@ def stream_options(options: Mapping[str, str]) -> StreamOptions:
     )
 
 
+def any_source_options(options: Mapping[str, str]) -> SourceOptions:
+    """What batch and streaming reads share, from either's options (``DataSource.schema()``
+    does not know which read it plans for)."""
+    opts = _lowered(options, BATCH_NAMES | STREAM_NAMES, "a read")
+    return SourceOptions(**_source_fields(opts, default_start=EARLIEST))
+
+
 def sink_options(options: Mapping[str, str]) -> SinkOptions:
     """Options of ``df.write.format("liftlog")`` and ``writeStream``."""
     opts = _lowered(options, SINK_NAMES, "the liftlog sink")
@@ -170,6 +188,7 @@ def sink_options(options: Mapping[str, str]) -> SinkOptions:
         nats_url=opts.get("natsurl") or None,
         ack_timeout_s=timeout_ms / 1000 if timeout_ms is not None else DEFAULT_ACK_TIMEOUT_S,
         credentials=credentials,
+        value_format=_value_format(opts),
     )
 
 
@@ -222,6 +241,7 @@ def _source_fields(opts: dict[str, str], default_start: int) -> _SourceFields:
             opts, "startingtimestamp", "startingTimestamp", minimum=0
         ),
         "credentials": credentials,
+        "value_format": _value_format(opts),
     }
 
 
@@ -239,6 +259,17 @@ def _credentials(opts: dict[str, str]) -> ClientCredentials:
         return ClientCredentials.resolve(given, credentials_file=opts.get("credentialsfile"))
     except (ConfigError, InvalidRequestError) as exc:
         raise InvalidOptionError(f"credentials: {exc.message}") from exc
+
+
+def _value_format(opts: dict[str, str]) -> str | None:
+    """``valueFormat``: ``typed`` or ``binary`` (None when not given)."""
+    text = opts.get("valueformat")
+    if text is None or not text.strip():
+        return None
+    word = text.strip().lower()
+    if word not in VALUE_FORMATS:
+        raise InvalidOptionError(f"valueFormat must be typed or binary; got {text!r}")
+    return word
 
 
 def _lake_options(opts: dict[str, str]) -> tuple[tuple[str, str], ...]:

@@ -26,8 +26,11 @@ from datasource.sink_rows import (
     producer_columns,
     target_partitions,
 )
+from datasource.sink_typed import with_serialised_values
+from datasource.typed_lookup import process_registry
 from spark_log.client import Client
 from spark_log.errors import LiftlogError
+from spark_log.value_schema import ValueSchema
 
 MAX_IN_FLIGHT = 16
 """Producer batches a task has in flight: enough to hide the ack round trip."""
@@ -45,14 +48,21 @@ class Published(WriterCommitMessage):
 
 
 def publish_task(
-    options: SinkOptions, batches: Iterator[pa.RecordBatch], id_prefix: str | None
+    options: SinkOptions,
+    batches: Iterator[pa.RecordBatch],
+    id_prefix: str | None,
+    binding: ValueSchema | None = None,
 ) -> Published:
-    """Publish every row of ``batches``; PublishError (the task fails) on any refusal."""
-    return asyncio.run(_publish_all(options, batches, id_prefix))
+    """Publish every row of ``batches``; PublishError (the task fails) on any refusal.
+    ``binding``: rows are value fields, serialised with its subject's latest schema."""
+    return asyncio.run(_publish_all(options, batches, id_prefix, binding))
 
 
 async def _publish_all(
-    options: SinkOptions, batches: Iterator[pa.RecordBatch], id_prefix: str | None
+    options: SinkOptions,
+    batches: Iterator[pa.RecordBatch],
+    id_prefix: str | None,
+    binding: ValueSchema | None,
 ) -> Published:
     async with Client(
         options.servers,
@@ -73,6 +83,8 @@ async def _publish_all(
             # Spark's next batch is awaited in a thread: the loop keeps sending and acking
             if batch.num_rows == 0:
                 continue
+            if binding is not None:
+                batch = await _serialised(options, batch, binding)
             table = producer_columns(batch)
             targets = target_partitions(
                 batch, table.column("key").combine_chunks(), partitions, published.rows
@@ -89,6 +101,18 @@ async def _publish_all(
             published.rows += batch.num_rows
         await window.drain()
         return published
+
+
+async def _serialised(
+    options: SinkOptions, batch: pa.RecordBatch, binding: ValueSchema
+) -> pa.RecordBatch:
+    """A typed batch with its rows' values serialised (the latest schema, cached a while)."""
+    registry = process_registry(options.servers, options.credentials)
+    try:
+        latest = await asyncio.to_thread(registry.latest, binding.subject)
+    except LiftlogError as exc:
+        raise PublishError(f"cannot read subject {binding.subject!r}: {exc.message}") from exc
+    return with_serialised_values(batch, options.stream, binding, latest)
 
 
 class _Window:

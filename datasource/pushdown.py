@@ -24,6 +24,7 @@ from pyspark.sql.datasource import (
 )
 
 from datasource.row_filter import RowFilter
+from datasource.value_filter import ValueCondition, comparable
 
 _MICROS = 1_000_000
 
@@ -77,6 +78,7 @@ def pruning_from_filters(filters: list[Filter]) -> Pruning:
     """What ``filters`` (all AND-ed by Spark) let a read skip."""
     bounds: dict[str, _Bounds] = {name: _Bounds() for name in ("partition", "offset", "timestamp")}
     keys: set[bytes] | None = None
+    conditions: list[ValueCondition] = []
     for flt in filters:
         column = _column(flt)
         if column == "key" and isinstance(flt, (EqualTo, In)):
@@ -85,14 +87,43 @@ def pruning_from_filters(filters: list[Filter]) -> Pruning:
             keys = found if keys is None else keys & found
         elif column in bounds:
             _narrow(bounds[column], flt, _timestamp_micros if column == "timestamp" else _integer)
-    return _pruning(bounds, keys)
+        else:
+            condition = value_condition(flt)
+            if condition is not None:
+                conditions.append(condition)
+    return _pruning(bounds, keys, tuple(conditions))
 
 
-def _pruning(bounds: dict[str, _Bounds], keys: set[bytes] | None) -> Pruning:
+def value_condition(flt: Filter) -> ValueCondition | None:
+    """A comparison on any other column (a typed read's value field, maybe nested) as a
+    condition on its Parquet statistics (None: one they cannot check)."""
+    attribute = getattr(flt, "attribute", None)
+    if not isinstance(attribute, tuple) or not attribute:
+        return None
+    path = ".".join(str(part) for part in attribute)
+    if isinstance(flt, In):
+        values = [comparable(v) for v in flt.value or []]
+        known = tuple(v for v in values if v is not None)
+        return ValueCondition(path, values=known) if len(known) == len(values) else None
+    value = comparable(getattr(flt, "value", None))
+    if value is None:
+        return None
+    if isinstance(flt, EqualTo):
+        return ValueCondition(path, values=(value,))
+    if isinstance(flt, GreaterThan | GreaterThanOrEqual):
+        return ValueCondition(path, lo=value, lo_strict=isinstance(flt, GreaterThan))
+    if isinstance(flt, LessThan | LessThanOrEqual):
+        return ValueCondition(path, hi=value, hi_strict=isinstance(flt, LessThan))
+    return None
+
+
+def _pruning(
+    bounds: dict[str, _Bounds], keys: set[bytes] | None, conditions: tuple[ValueCondition, ...]
+) -> Pruning:
     part = bounds["partition"]
     offset_lo, offset_hi = _range(bounds["offset"])
     ts_lo, ts_hi = _range(bounds["timestamp"])
-    rows = RowFilter(ts_lo, ts_hi, frozenset(keys) if keys is not None else None)
+    rows = RowFilter(ts_lo, ts_hi, frozenset(keys) if keys is not None else None, conditions)
     values = frozenset(part.values) if part.values is not None else None
     return Pruning(values, part.lo, part.hi, offset_lo, offset_hi, rows)
 

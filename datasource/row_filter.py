@@ -7,12 +7,14 @@ statistics, rows before they cross into the JVM), never to decide a result.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from datasource.schema import TIMESTAMP_TYPE
+from datasource.value_filter import ValueCondition
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,8 @@ class RowFilter:
     """Inclusive upper bound on ``timestamp``."""
     keys: frozenset[bytes] | None = None
     """Only rows whose key is one of these (None: any key)."""
+    values: tuple[ValueCondition, ...] = ()
+    """Conditions on a typed read's value columns: they only rule out row groups."""
 
     @property
     def empty(self) -> bool:
@@ -59,6 +63,11 @@ class RowFilter:
             and min_timestamp_us > self.max_timestamp_us
         )
         return not (too_old or too_new)
+
+    def may_match_values(self, statistics: Callable[[str], tuple[object, object]]) -> bool:
+        """Whether a row group can hold a row the value conditions accept (``statistics``:
+        a column path's minimum and maximum in it, None when unknown)."""
+        return all(c.may_match(*statistics(c.column)) for c in self.values)
 
 
 def _ts(micros: int) -> pa.Scalar:

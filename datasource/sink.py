@@ -23,6 +23,7 @@ from pyspark.sql.datasource import (
 
 from datasource.options import SinkOptions
 from datasource.publisher import Published, publish_task
+from spark_log.value_schema import ValueSchema
 
 log = logging.getLogger("liftlog.sink")
 
@@ -35,13 +36,15 @@ class LiftlogArrowWriter(DataSourceArrowWriter):
     """Batch writes. ``write_id`` is made once per write on the driver, so every attempt of a
     task derives the same message ids (``idempotencyKey`` fixes it across jobs too)."""
 
-    def __init__(self, options: SinkOptions) -> None:
+    def __init__(self, options: SinkOptions, binding: ValueSchema | None = None) -> None:
         self.options = options
+        self.binding = binding
+        """Rows are value fields serialised with this binding's subject (None: ``value``)."""
         self.write_id = options.idempotency_key or uuid.uuid4().hex
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         prefix = _task_prefix(self.write_id) if self.options.idempotent else None
-        return publish_task(self.options, iterator, prefix)
+        return publish_task(self.options, iterator, prefix, self.binding)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         log.info("published %d rows to %s", _rows(messages), self.options.stream)
@@ -58,12 +61,13 @@ class LiftlogStreamArrowWriter(DataSourceStreamArrowWriter):
     """Streaming writes. Ids come from the query id and the micro-batch id, so a batch Spark
     replays after a restart carries the ids its first run used."""
 
-    def __init__(self, options: SinkOptions) -> None:
+    def __init__(self, options: SinkOptions, binding: ValueSchema | None = None) -> None:
         self.options = options
+        self.binding = binding
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         prefix = _task_prefix(_micro_batch_id(self.options)) if self.options.idempotent else None
-        return publish_task(self.options, iterator, prefix)
+        return publish_task(self.options, iterator, prefix, self.binding)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         log.debug(

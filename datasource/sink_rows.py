@@ -46,6 +46,12 @@ def check_sink_schema(schema: StructType) -> None:
             f"the liftlog sink needs a 'value' column (binary or string); got {schema.names}"
         )
     _check(fields, "value", _TEXT_OR_BYTES, "binary or string")
+    check_record_columns(schema)
+
+
+def check_record_columns(schema: StructType) -> None:
+    """``key``, ``partition`` and ``headers``, when present, have types a record takes."""
+    fields = {f.name: f.dataType for f in schema.fields}
     _check(fields, "key", _TEXT_OR_BYTES, "binary or string")
     _check(fields, "partition", _INTEGERS, "an integer")
     headers = fields.get("headers")

@@ -20,6 +20,7 @@ from pyspark.sql.types import StructField, StructType
 
 from datasource.errors import InvalidOptionError
 from datasource.options import (
+    any_source_options,
     batch_options,
     include_headers,
     sink_options,
@@ -28,6 +29,10 @@ from datasource.options import (
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from datasource.options import SinkOptions
+    from datasource.typed_plan import TypedRead
+    from spark_log.value_schema import ValueSchema
 
 SOURCE_NAME = "liftlog"
 
@@ -40,43 +45,64 @@ class LiftlogDataSource(DataSource):
         return SOURCE_NAME
 
     def schema(self) -> StructType:
-        from datasource.schema import output_struct
-
-        return output_struct(include_headers(self.options))
+        return self._source_struct(include_headers(self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         from datasource.batch_reader import LiftlogBatchReader, LiftlogPushdownBatchReader
 
         options = batch_options(self.options)
-        arrow_schema = checked_read_schema(schema, options.include_headers)
+        expected = self._source_struct(options.include_headers)
+        arrow_schema = checked_read_schema(schema, options.include_headers, expected)
+        typed = self._typed_read()
         if options.filter_pushdown:
-            return LiftlogPushdownBatchReader(options, arrow_schema)
-        return LiftlogBatchReader(options, arrow_schema)
+            return LiftlogPushdownBatchReader(options, arrow_schema, typed)
+        return LiftlogBatchReader(options, arrow_schema, typed)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
         from datasource.stream_reader import LiftlogStreamReader
 
         options = stream_options(self.options)
-        return LiftlogStreamReader(options, checked_read_schema(schema, options.include_headers))
+        expected = self._source_struct(options.include_headers)
+        arrow_schema = checked_read_schema(schema, options.include_headers, expected)
+        return LiftlogStreamReader(options, arrow_schema, self._typed_read())
+
+    def _source_struct(self, headers: bool) -> StructType:
+        """Kafka's columns, or a typed read's (the lake table's)."""
+        from datasource.schema import output_struct
+        from datasource.typed_schema import typed_struct
+
+        typed = self._typed_read()
+        return output_struct(headers) if typed is None else typed_struct(typed, headers)
+
+    def _typed_read(self) -> TypedRead | None:
+        """The typed layout, planned once per DataFrame: ``schema()`` runs first and Spark
+        pickles this object after it, so the readers see the same plan."""
+        from datasource.typed_plan import plan_typed
+
+        planned: tuple[TypedRead | None] | None = getattr(self, "_typed_planned", None)
+        if planned is None:
+            planned = (plan_typed(any_source_options(self.options)),)
+            self._typed_planned = planned
+        return planned[0]
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from datasource.sink import LiftlogArrowWriter
-        from datasource.sink_rows import check_sink_schema
 
         _refuse_overwrite(overwrite)
-        check_sink_schema(schema)
-        return LiftlogArrowWriter(sink_options(self.options))
+        options = sink_options(self.options)
+        return LiftlogArrowWriter(options, _checked_sink_binding(options, schema))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
         from datasource.sink import LiftlogStreamArrowWriter
-        from datasource.sink_rows import check_sink_schema
 
         _refuse_overwrite(overwrite)
-        check_sink_schema(schema)
-        return LiftlogStreamArrowWriter(sink_options(self.options))
+        options = sink_options(self.options)
+        return LiftlogStreamArrowWriter(options, _checked_sink_binding(options, schema))
 
 
-def checked_read_schema(requested: StructType, include_headers: bool) -> pa.Schema | None:
+def checked_read_schema(
+    requested: StructType, include_headers: bool, expected: StructType | None = None
+) -> pa.Schema | None:
     """The Arrow schema read batches must carry for ``requested``; None: the source's own.
 
     Spark hands ``reader``/``streamReader`` the user's ``.schema(...)`` (else ours) and then
@@ -88,7 +114,8 @@ def checked_read_schema(requested: StructType, include_headers: bool) -> pa.Sche
 
     from datasource.schema import output_struct
 
-    expected = output_struct(include_headers)
+    if expected is None:
+        expected = output_struct(include_headers)
     if requested == expected:
         return None
     problem = _schema_problem(requested, expected)
@@ -126,6 +153,18 @@ def _type_problem(asked: StructField, ours: StructField) -> str:
     if given == own:
         given, own = asked.dataType.json(), ours.dataType.json()
     return f"column {ours.name!r} is {given}, the source's is {own}"
+
+
+def _checked_sink_binding(options: SinkOptions, schema: StructType) -> ValueSchema | None:
+    """The binding typed rows are serialised with (None: a binary write, its ``value``
+    column checked), refused before any task runs when the columns do not fit."""
+    from datasource.sink_rows import check_sink_schema
+    from datasource.sink_typed import sink_binding
+
+    binding = sink_binding(options, schema)
+    if binding is None:
+        check_sink_schema(schema)
+    return binding
 
 
 def _refuse_overwrite(overwrite: bool) -> None:

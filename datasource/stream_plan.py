@@ -10,6 +10,7 @@ retained, so a query that keeps up never touches it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from datasource.batch_plan import lake_storage, read_settings, selected_partitions
@@ -23,6 +24,7 @@ from datasource.splitting import Segment, split, task_size
 from datasource.stream_view import PartitionView, StreamView, describe
 from datasource.tasks import ReadTask
 from datasource.timestamps import resolve_offset
+from datasource.typed_plan import TypedRead, binary_lake_columns
 from spark_log.client.rest import RestClient
 
 
@@ -71,9 +73,13 @@ def checked_available(
 
 
 def plan_micro_batch(
-    opts: StreamOptions, rest: RestClient, start: Mapping[int, int], end: Mapping[int, int]
+    opts: StreamOptions,
+    rest: RestClient,
+    start: Mapping[int, int],
+    end: Mapping[int, int],
+    typed: TypedRead | None = None,
 ) -> list[ReadTask]:
-    """The tasks of one micro-batch ``[start, end)``."""
+    """The tasks of one micro-batch ``[start, end)`` (``typed``: a typed read's columns)."""
     view = describe(rest, opts.stream)
     wanted = {p: (start.get(p, 0), e) for p, e in end.items() if e > start.get(p, 0)}
     lake_uri = opts.lake_uri or view.lake_uri
@@ -88,7 +94,10 @@ def plan_micro_batch(
         segments.extend(readable_segments(opts.stream, bounds, s, e, opts.fail_on_data_loss))
     per_task = task_size(segments, opts.max_records_per_partition, opts.min_partitions)
     leaders = {p.partition: p.leader_url for p in view.partitions}
-    settings = read_settings(opts, lake_uri, Pruning(), view.encrypted)
+    settings = read_settings(opts, lake_uri, Pruning(), view.encrypted, typed)
+    if typed is None and lake is not None and view.value_schema is not None:
+        extra = binary_lake_columns(lake_storage(opts, lake.uri))
+        settings = dataclasses.replace(settings, typed_lake_columns=extra)
     return split(settings, segments, lake, leaders, per_task)
 
 

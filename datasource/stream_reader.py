@@ -25,7 +25,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from datasource.admission import cap_offsets, should_wait
-from datasource.offsets import StreamOffset, from_stream_offset, to_stream_offset
+from datasource.offsets import from_stream_offset, to_stream_offset
 from datasource.options import StreamOptions
 from datasource.stream_plan import (
     checked_available,
@@ -35,13 +35,23 @@ from datasource.stream_plan import (
 )
 from datasource.task_read import as_schema, read_task
 from datasource.tasks import ReadTask
+from datasource.typed_checkpoint import check_started_schema, with_schema
+from datasource.typed_plan import TypedRead
 from spark_log.client.rest import RestClient
+from spark_log.client.schema_registry import RegistryClient
 from spark_log.json_types import JsonObject
 
 
 class LiftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: StreamOptions, arrow_schema: pa.Schema | None = None) -> None:
+    def __init__(
+        self,
+        options: StreamOptions,
+        arrow_schema: pa.Schema | None = None,
+        typed: TypedRead | None = None,
+    ) -> None:
         self.options = options
+        self.typed = typed
+        """A typed read's columns, planned when the query started (None: Kafka's)."""
         self.arrow_schema = arrow_schema
         """The Arrow form of a user schema that declares more columns nullable (None: ours)."""
         self._target: dict[int, int] | None = None
@@ -54,8 +64,18 @@ class LiftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _rest(self) -> RestClient:
         return RestClient(self.options.servers, credentials=self.options.credentials)
 
-    def initialOffset(self) -> StreamOffset:  # noqa: N802 - Spark's name
-        return to_stream_offset(self.options.stream, initial_offsets(self.options, self._rest()))
+    def _offset(self, offsets: dict[int, int]) -> dict[str, object]:
+        """An offset to checkpoint: the partitions', and a typed query's schema versions."""
+        return with_schema(to_stream_offset(self.options.stream, offsets), self.typed)
+
+    def _check_schema(self, start: JsonObject) -> None:
+        """A restarted typed query fails when its columns would change (typed_checkpoint)."""
+        if self.typed is not None:
+            registry = RegistryClient(self._rest())
+            check_started_schema(self.options.stream, start, self.typed, registry)
+
+    def initialOffset(self) -> dict[str, object]:  # noqa: N802 - Spark's name
+        return self._offset(initial_offsets(self.options, self._rest()))
 
     def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
         opts = self.options
@@ -69,9 +89,10 @@ class LiftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         heads = head_offsets(self.options, self._rest())
         self._target = {p: h for p, h in heads.items() if h is not None}
 
-    def latestOffset(self, start: JsonObject, limit: ReadLimit) -> StreamOffset:  # noqa: N802
+    def latestOffset(self, start: JsonObject, limit: ReadLimit) -> dict[str, object]:  # noqa: N802
         """The end of the next batch: the heads, capped by ``maxOffsetsPerTrigger``, held back
         below ``minOffsetsPerTrigger`` until ``maxTriggerDelay`` (not under AvailableNow)."""
+        self._check_schema(start)
         opts = self.options
         begin = from_stream_offset(opts.stream, start)
         available = checked_available(opts, begin, head_offsets(opts, self._rest()))
@@ -85,7 +106,7 @@ class LiftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end = {p: begin.get(p, 0) for p in end}
         else:
             self._last_trigger_s = now  # Kafka's clock: restarts whenever a batch may run
-        return to_stream_offset(opts.stream, end)
+        return self._offset(end)
 
     def _cap(self, limit: ReadLimit) -> int | None:
         """Records the batch may hold: Spark's ReadMaxRows, else none (ReadAllAvailable is
@@ -105,18 +126,19 @@ class LiftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         waited = math.inf if self._last_trigger_s is None else now - self._last_trigger_s
         return should_wait(pending, opts.min_offsets_per_trigger, waited, opts.max_trigger_delay_s)
 
-    def reportLatestOffset(self) -> StreamOffset | None:  # noqa: N802
+    def reportLatestOffset(self) -> dict[str, object] | None:  # noqa: N802
         """The heads last seen: ``latestOffset`` minus ``endOffset`` in the progress is the
         records-behind lag (see datasource.lag)."""
         if self._latest is None:
             return None
-        return to_stream_offset(self.options.stream, self._latest)
+        return self._offset(self._latest)
 
     def partitions(self, start: JsonObject, end: JsonObject) -> Sequence[InputPartition]:
+        self._check_schema(start)
         opts = self.options
         begin = from_stream_offset(opts.stream, start)
         finish = from_stream_offset(opts.stream, end)
-        return list(plan_micro_batch(opts, self._rest(), begin, finish))
+        return list(plan_micro_batch(opts, self._rest(), begin, finish, self.typed))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if isinstance(partition, ReadTask):

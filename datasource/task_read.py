@@ -21,6 +21,10 @@ from datasource.schema import SOURCE_COLUMNS, source_columns, to_output_batch
 from datasource.stream_view import describe
 from datasource.tail_fetch import TailFetcher
 from datasource.tasks import LAKE, ReadSettings, ReadTask
+from datasource.typed_binary import with_raw_values
+from datasource.typed_lookup import process_registry
+from datasource.typed_output import typed_output
+from datasource.typed_schema import typed_lake_columns
 from spark_log.client.rest import RestClient
 from spark_log.errors import OffsetOutOfRangeError
 
@@ -29,13 +33,12 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
     """The output batches of ``task`` (empty batches are never yielded)."""
     settings = task.settings
     if task.source == LAKE:
-        columns = source_columns(settings.include_headers)
         source = read_lake(
             task.files,
             task.start,
             task.end,
             settings.rows,
-            columns=columns,
+            columns=lake_columns(settings),
             storage=settings.lake_storage,
             crypto=partition_crypto(settings, task.partition),
         )
@@ -49,7 +52,12 @@ def output_batches(
 ) -> Iterator[pa.RecordBatch]:
     """Source batches (lake or fetch rows, whatever their schema) as output batches, with the
     read's row filter applied; empty ones are dropped, as Spark gains nothing from them."""
+    if settings.typed is not None:
+        yield from typed_output(source, settings, settings.typed, partition)
+        return
     for rows in source:
+        if settings.typed_lake_columns:
+            rows = with_raw_values(rows, process_registry(settings.servers, settings.credentials))
         batch = to_output_batch(rows, settings.stream, partition, settings.include_headers)
         batch = settings.rows.apply(batch)
         if batch.num_rows:
@@ -78,6 +86,13 @@ def as_schema(
     schema. Only the labels change: a nullable column may hold no null, and no data is copied."""
     for batch in batches:
         yield batch if schema is None else pa.RecordBatch.from_arrays(batch.columns, schema=schema)
+
+
+def lake_columns(settings: ReadSettings) -> list[str]:
+    """The columns a lake file is read for: Kafka's, or a typed read's table columns."""
+    if settings.typed is not None:
+        return typed_lake_columns(settings.typed, settings.include_headers)
+    return [*source_columns(settings.include_headers), *settings.typed_lake_columns]
 
 
 def _tail_rows(settings: ReadSettings, task: ReadTask) -> Iterator[pa.RecordBatch]:
@@ -122,7 +137,7 @@ def _below_log_start(
                     offset,
                     lake_end,
                     settings.rows,
-                    columns=source_columns(settings.include_headers),
+                    columns=lake_columns(settings),
                     storage=lake.storage,
                     crypto=partition_crypto(settings, task.partition),
                 )

@@ -10,12 +10,16 @@ reader only once per query), so state a reader sets while planning never reaches
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import InputPartition
 
 from datasource.row_filter import RowFilter
 from spark_log.client.credentials import ClientCredentials
 from spark_log.lake.storage import LakeStorage
+
+if TYPE_CHECKING:
+    from datasource.typed_plan import TypedRead
 
 LAKE = "lake"
 TAIL = "tail"
@@ -38,6 +42,11 @@ class ReadSettings:
     """What the tasks present to the nodes (the token stays out of ``repr``)."""
     encrypted: bool = False
     """The stream encrypts values at rest: lake tasks decrypt them (datasource.lake_keys)."""
+    typed: TypedRead | None = None
+    """A typed read's layout (datasource.typed_plan); None: Kafka's binary columns."""
+    typed_lake_columns: tuple[str, ...] = ()
+    """A binary read of a typed lake table: the typed columns its rows' values are serialised
+    from again (datasource.typed_binary)."""
 
     @property
     def lake_storage(self) -> LakeStorage | None:

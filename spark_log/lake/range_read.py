@@ -10,7 +10,8 @@ through here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
@@ -43,6 +44,11 @@ class TimeFilter(Protocol):
     def may_match_file(
         self, min_timestamp_us: int | None, max_timestamp_us: int | None
     ) -> bool: ...
+
+    def may_match_values(self, statistics: Callable[[str], tuple[object, object]]) -> bool:
+        """Whether a row group can hold a match, by other columns' statistics (``statistics``:
+        a column path's minimum and maximum in the group)."""
+        ...
 
 
 def read_range(
@@ -111,7 +117,7 @@ def row_groups(
     """(row groups wholly inside [start, end), row groups the range cuts); the rest is skipped.
 
     A row group without statistics counts as cut: read and filtered, never skipped."""
-    columns = {metadata.schema.column(i).name: i for i in range(metadata.num_columns)}
+    columns = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
     whole, cut = [], []
     for i in range(metadata.num_row_groups):
         group = metadata.row_group(i)
@@ -119,6 +125,8 @@ def row_groups(
         if times is not None and not times.may_match_file(
             *_min_max_us(group, columns.get("timestamp"))
         ):
+            continue
+        if times is not None and not times.may_match_values(partial(_path_min_max, group, columns)):
             continue
         if lo is None or hi is None:
             cut.append(i)
@@ -140,6 +148,12 @@ def _min_max(
     if stats is None or not stats.has_min_max:
         return None, None
     return stats.min, stats.max
+
+
+def _path_min_max(
+    group: pq.RowGroupMetaData, columns: dict[str, int], path: str
+) -> tuple[ParquetStatistic, ParquetStatistic]:
+    return _min_max(group, columns.get(path))
 
 
 def _min_max_us(group: pq.RowGroupMetaData, column: int | None) -> tuple[int | None, int | None]:

@@ -24,7 +24,8 @@ from datasource.stream_reader import LiftlogStreamReader
 from datasource.task_read import as_schema
 from spark_log.log.fetch_table import FETCH_SCHEMA
 
-BASE = {"servers": "http://a:1", "stream": "orders"}
+BASE = {"servers": "http://a:1", "stream": "orders", "valueFormat": "binary"}
+"""``binary``: the source does not ask a node whether the stream is bound to a schema."""
 HEADERS = {**BASE, "includeHeaders": "true"}
 
 
