@@ -1,23 +1,40 @@
 """Executor side: a binary read's ``value`` for rows of a typed lake table.
 
 A bound stream's lake table keeps the value as typed columns, and its raw bytes only when the
-binding asks. A binary read (``valueFormat=binary``) of such rows serialises their typed
-columns again with the schema id each row was decoded with, in Confluent's wire format: Avro's
-binary encoding is deterministic, so an Avro value comes back as the bytes published, and a
-value published as plain JSON comes back framed. A value that did not decode is its kept
-bytes, a tombstone stays empty.
+binding asks. A binary read (``valueFormat=binary``) of such rows gets each value as the node's
+lake read tier does (``spark_log.lake.typed_reencode``): serialised again with the schema id
+the row was decoded with, in Confluent's wire format (an Avro value comes back as the bytes
+published, a value published as plain JSON comes back framed), the kept bytes of a value that
+did not decode, an empty value for a tombstone. Schemas come from the registry by id.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pyarrow as pa
 
 from datasource.errors import CorruptRecordsError
-from datasource.typed_datum import row_datums, value_columns
 from spark_log.client.schema_registry import RegistryClient
 from spark_log.errors import LiftlogError
-from spark_log.lake.typed_layout import INVALID_VALUE_COLUMN, RAW_VALUE_COLUMN, SCHEMA_ID_COLUMN
-from spark_log.schemas import frame
+from spark_log.lake.typed_layout import RAW_VALUE_COLUMN, SCHEMA_ID_COLUMN
+from spark_log.lake.typed_reencode import raw_values
+from spark_log.schemas import ParsedSchema
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    parsed: ParsedSchema
+
+
+@dataclass(frozen=True)
+class _RegistryById:
+    """The registry client as the rebuild asks it: a schema by id (cached by the client)."""
+
+    registry: RegistryClient
+
+    def loaded(self, schema_id: int) -> _Loaded:
+        return _Loaded(self.registry.parsed_by_id(schema_id))
 
 
 def with_raw_values(rows: pa.RecordBatch, registry: RegistryClient) -> pa.RecordBatch:
@@ -26,19 +43,11 @@ def with_raw_values(rows: pa.RecordBatch, registry: RegistryClient) -> pa.Record
     names = rows.schema.names
     if RAW_VALUE_COLUMN in names or SCHEMA_ID_COLUMN not in names:
         return rows
-    schema_ids = rows.column(SCHEMA_ID_COLUMN).to_pylist()
-    invalid = rows.column(INVALID_VALUE_COLUMN).to_pylist()
-    datums = row_datums(rows, value_columns(rows.schema))
-    values: list[bytes] = []
-    for schema_id, kept, datum in zip(schema_ids, invalid, datums, strict=True):
-        if schema_id is None:
-            values.append(kept or b"")
-            continue
-        try:
-            values.append(frame(schema_id, registry.parsed_by_id(schema_id).encode(datum)))
-        except LiftlogError as exc:
-            raise CorruptRecordsError(
-                f"a typed lake row of schema id {schema_id} cannot be serialised again: "
-                f"{exc.message}; read the stream with valueFormat=typed"
-            ) from exc
-    return rows.append_column(RAW_VALUE_COLUMN, pa.array(values, pa.binary()))
+    try:
+        values = raw_values(pa.Table.from_batches([rows]), _RegistryById(registry))
+    except LiftlogError as exc:
+        raise CorruptRecordsError(
+            f"typed lake rows cannot be serialised again: {exc.message}; read the stream "
+            "with valueFormat=typed"
+        ) from exc
+    return rows.append_column(RAW_VALUE_COLUMN, values)
