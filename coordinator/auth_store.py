@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from coordinator.errors import CoordinatorError, ZNodeFormatError, ZNodeNotFoundError
+from coordinator.errors import ZNodeFormatError, ZNodeNotFoundError
+from coordinator.refresher import Refresher
 from coordinator.zk import WatchHandle, ZkSession
 from coordinator.znodes import ACLS_PATH, AUTH_TOKENS_PATH, SCHEMA_VERSION
 from spark_log.auth import AclEntry, IssuedToken, TokenRecord, new_token
@@ -230,10 +231,8 @@ class AuthCache:
     def __init__(self, zk: ZkSession) -> None:
         self._zk = zk
         self._snapshot: AuthSnapshot | None = None
-        self._wanted = threading.Event()
-        self._stopped = threading.Event()
         self._handles: list[WatchHandle] = []
-        self._thread: threading.Thread | None = None
+        self._refresher = Refresher("auth-cache", self.refresh, RESYNC_INTERVAL_S, REFRESH_RETRY_S)
         self._refreshed_at: float | None = None  # time.monotonic() of the last good refresh
         # one refresh at a time: a slow one begun before a change must not swap its older
         # snapshot in after a newer one (the refresher and a REST route both refresh)
@@ -255,16 +254,12 @@ class AuthCache:
         self.refresh()
         for path in (AUTH_TOKENS_PATH, ACLS_PATH):
             self._handles.append(self._zk.watch_children(path, self._on_change))
-        self._thread = threading.Thread(target=self._run, name="auth-cache", daemon=True)
-        self._thread.start()
+        self._refresher.start()
 
     def stop(self) -> None:
-        self._stopped.set()
-        self._wanted.set()
         for handle in self._handles:
             handle.cancel()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._refresher.stop()
 
     def refresh(self) -> None:
         """Re-read (entries already known are kept, not read again) and swap the snapshot."""
@@ -282,26 +277,5 @@ class AuthCache:
 
     def _on_change(self, _children: list[str]) -> bool:
         """kazoo's thread: only wake the refresher."""
-        self._wanted.set()
-        return not self._stopped.is_set()
-
-    def _run(self) -> None:
-        while not self._stopped.is_set():
-            self._wanted.wait(RESYNC_INTERVAL_S)
-            self._wanted.clear()
-            if self._stopped.is_set():
-                return
-            try:
-                self.refresh()
-            except CoordinatorError as exc:
-                log.warning("could not refresh tokens and ACLs (%s); retrying", exc.message)
-                self._retry_soon()
-            except Exception:
-                # this thread must outlive any bug: a dead refresher would freeze
-                # revocations on this node for good
-                log.exception("refreshing tokens and ACLs failed; retrying")
-                self._retry_soon()
-
-    def _retry_soon(self) -> None:
-        self._stopped.wait(REFRESH_RETRY_S)
-        self._wanted.set()
+        self._refresher.wake()
+        return not self._refresher.stopped

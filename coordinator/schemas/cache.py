@@ -14,7 +14,8 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from coordinator.errors import CoordinatorError, ZNodeFormatError
+from coordinator.errors import ZNodeFormatError
+from coordinator.refresher import Refresher
 from coordinator.schemas import store
 from coordinator.schemas.znodes import CHANGES_PATH, StoredSchema, SubjectRecord
 from coordinator.zk import WatchHandle, ZkSession
@@ -58,11 +59,11 @@ class SchemaCache:
         self._snapshot: RegistrySnapshot | None = None
         self._schemas: dict[int, LoadedSchema] = {}
         self._schemas_lock = threading.Lock()
-        self._wanted = threading.Event()
-        self._stopped = threading.Event()
         self._refresh_lock = threading.Lock()
         self._handle: WatchHandle | None = None
-        self._thread: threading.Thread | None = None
+        self._refresher = Refresher(
+            "schema-cache", self.refresh, RESYNC_INTERVAL_S, REFRESH_RETRY_S
+        )
 
     @property
     def snapshot(self) -> RegistrySnapshot:
@@ -78,16 +79,12 @@ class SchemaCache:
         store.ensure_layout(self._zk)
         self.refresh()
         self._handle = self._zk.watch_data(CHANGES_PATH, self._on_change)
-        self._thread = threading.Thread(target=self._run, name="schema-cache", daemon=True)
-        self._thread.start()
+        self._refresher.start()
 
     def stop(self) -> None:
-        self._stopped.set()
-        self._wanted.set()
         if self._handle is not None:
             self._handle.cancel()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._refresher.stop()
 
     def cached(self, schema_id: int) -> LoadedSchema | None:
         """The schema if this node has read it already (never blocks)."""
@@ -134,21 +131,5 @@ class SchemaCache:
 
     def _on_change(self, _data: JsonObject | None, _version: int | None) -> bool:
         """kazoo's thread: only wake the refresher."""
-        self._wanted.set()
-        return not self._stopped.is_set()
-
-    def _run(self) -> None:
-        while not self._stopped.is_set():
-            self._wanted.wait(RESYNC_INTERVAL_S)
-            self._wanted.clear()
-            if self._stopped.is_set():
-                return
-            try:
-                self.refresh()
-            except CoordinatorError as exc:
-                log.warning("could not refresh the schema registry (%s); retrying", exc.message)
-                self._retry_soon()
-
-    def _retry_soon(self) -> None:
-        self._stopped.wait(REFRESH_RETRY_S)
-        self._wanted.set()
+        self._refresher.wake()
+        return not self._refresher.stopped
