@@ -9,7 +9,7 @@ PYTEST := $(PY) -m pytest
 
 PROTO := spark_log/liftbridge/api.proto
 
-.PHONY: proto demo test test-slow test-secure fuzz fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake bench-lake-tier bench-cursors bench-memory bench-groups bench-liftbridge bench-typed bench-secure bench-smoke lint format clean-venv check-java
+.PHONY: proto demo test test-slow test-secure fuzz fault fault-ha jepsen jepsen-random bench bench-spark bench-compact bench-latency bench-reassign bench-ha bench-lake bench-lake-tier bench-cursors bench-memory bench-groups bench-liftbridge bench-typed bench-typed-lake bench-secure bench-smoke lint format clean-venv check-java
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory check-java
@@ -170,6 +170,9 @@ bench-liftbridge: $(STAMP)
 
 bench-typed: $(STAMP)
 	$(PY) bench/typed_publish.py --runs 3 --json bench/results/typed_publish.json
+
+bench-typed-lake: $(STAMP)
+	$(PY) bench/typed_lake.py --runs 3 --json bench/results/typed_lake.json
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -652,3 +652,35 @@ def test_typed_publish_bench_reports_every_path_and_loses_nothing(tmp_path):
         assert _latency_figures_hold(latency), (path, latency)
     assert set(body["refused_bad_record"].values()) == {"schema_violation"}
     assert "acked records missing from their streams: 0" in printed
+
+
+TYPED_LAKE_SMOKE_RECORDS = 400
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(SCRIPT_BENCH_TIMEOUT_S + 60)
+def test_typed_lake_bench_reports_every_measure_and_loses_nothing(tmp_path: Path) -> None:
+    """``bench/typed_lake.py`` with tiny counts: every table holds every record (typed ones
+    without an invalid value), every paced record became visible, every Spark side read."""
+    body, printed = _run_bench_script(
+        tmp_path,
+        "typed_lake.py",
+        "--records",
+        str(TYPED_LAKE_SMOKE_RECORDS),
+        "--visible-seconds",
+        "0.5",
+        "--runs",
+        "1",
+    )
+    assert body["lost"] == {"export": 0, "visible": 0, "invalid_values": 0}
+    (run,) = body["results"]
+    assert len(run["export"]) == 3
+    for path, export in run["export"].items():
+        assert export["rows"] == TYPED_LAKE_SMOKE_RECORDS, path
+        assert export["export_rows_per_s"] > 0 and export["parquet_bytes"] > 0, path
+    visible = run["visible"]
+    assert visible["seen"] == visible["sent"] > 0
+    assert 0 < visible["p50_ms"] <= visible["p99_ms"] <= visible["max_ms"]
+    for figures in (run["spark_query_rows_per_s"], run["spark_scan_rows_per_s"]):
+        assert set(figures) == set(run["export"]) and min(figures.values()) > 0
+    assert "records missing from their tables: export 0, visible 0" in printed
