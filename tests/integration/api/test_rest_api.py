@@ -65,6 +65,7 @@ def test_list_describe_delete_removes_data(api, node, stream_name):
         "lake_compacted_offset": None,
         "offline": False,
         "storage_error": None,
+        "lake_error": None,
         "replica_log_end_offsets": {"1": 0},
     }
     assert created["lake"]["uri"].endswith(f"/{stream_name}@{created['created_at_ms']}")

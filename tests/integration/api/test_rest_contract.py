@@ -110,6 +110,7 @@ def test_publish_refusals_carry_their_code(api, stream_name):
         "partition": 0,
         "offsets": [0],
         "duplicate": False,
+        "dead_letters": [],  # records a typed stream stored in its dead letter stream
     }
     assert api.post(f"/v1/streams/{stream_name}/pause").json()["paused"] is True
     paused = api.post(url, json={"records": [{"value": "b"}]}, params={"encoding": "utf-8"})
