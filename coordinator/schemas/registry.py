@@ -99,16 +99,18 @@ class SchemaRegistry:
     def loaded(self, schema_id: int) -> LoadedSchema:
         return self._cache.schema(schema_id)
 
-    def subject_versions_of_id(
-        self, schema_id: int, *, deleted: bool = False
-    ) -> list[tuple[str, int]]:
-        """Where an id is registered: (subject, version) pairs."""
+    def subject_versions_of_id(self, schema_id: int) -> list[tuple[str, SubjectVersion]]:
+        """Where an id is registered: (subject, version) pairs, soft-deleted versions
+        included (``deleted`` says which)."""
         self._cache.schema(schema_id)  # SchemaNotFoundError for an unknown id
         return sorted(
-            (name, v.version)
-            for name, record in self._cache.snapshot.subjects.items()
-            for v in record.versions
-            if v.schema_id == schema_id and (deleted or not v.deleted)
+            (
+                (name, v)
+                for name, record in self._cache.snapshot.subjects.items()
+                for v in record.versions
+                if v.schema_id == schema_id
+            ),
+            key=lambda place: (place[0], place[1].version),
         )
 
     def lookup(
@@ -122,14 +124,6 @@ class SchemaRegistry:
                 return self._registered(subject, entry)
         raise SchemaNotFoundError("Schema not found")
 
-    def latest(self, subject: str) -> tuple[int, LoadedSchema] | None:
-        """The id and schema of the subject's latest live version (None: none)."""
-        record = self._cache.snapshot.subjects.get(subject)
-        if record is None or not record.live:
-            return None
-        entry = record.live[-1]
-        return entry.schema_id, self._cache.schema(entry.schema_id)
-
     def latest_id(self, subject: str) -> int | None:
         """The schema id of the subject's latest live version, from the cache (no I/O)."""
         record = self._cache.snapshot.subjects.get(subject)
@@ -139,7 +133,7 @@ class SchemaRegistry:
         """Whether ``schema_id`` is a version of ``subject`` (soft-deleted ones count: records
         framed with them were valid when written and stay readable)."""
         record = self._cache.snapshot.subjects.get(subject)
-        return record is not None and any(v.schema_id == schema_id for v in record.versions)
+        return record is not None and schema_id in record.schema_ids
 
     # -- compatibility ---------------------------------------------------------------------
 
@@ -271,9 +265,7 @@ class SchemaRegistry:
         self._write(dataclasses.replace(record, compatibility=level))
 
     def _write(self, record: SubjectRecord) -> None:
-        store.write_subject(self._zk, record)
-        fresh = store.read_subject(self._zk, record.subject)
-        self._cache.remember(fresh, record.subject)
+        self._cache.remember(store.write_subject(self._zk, record), record.subject)
 
     def _fresh(self, subject: str) -> SubjectRecord:
         record = store.read_subject(self._zk, subject)

@@ -9,6 +9,7 @@ one watch. A conflict raises VersionConflictError for the registry to retry on f
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 from coordinator.errors import VersionConflictError, ZNodeExistsError, ZNodeNotFoundError
 from coordinator.schemas.znodes import (
@@ -84,9 +85,11 @@ def schema_id_for(zk: ZkSession, schema_type: SchemaType, canonical: str, text: 
     return schema_id
 
 
-def write_subject(zk: ZkSession, record: SubjectRecord) -> None:
+def write_subject(zk: ZkSession, record: SubjectRecord) -> SubjectRecord:
     """Create or replace the subject's znode, if nobody wrote it since ``record`` was read
-    (``znode_version`` -1: it did not exist)."""
+    (``znode_version`` -1: it did not exist); ``record`` as now stored. The conditional
+    write succeeded, so its new znode version is known without reading it back (a created
+    znode is at 0, each write adds one)."""
     txn = zk.transaction()
     if record.znode_version < 0:
         txn.create_json(subject_path(record.subject), record.to_json())
@@ -94,6 +97,7 @@ def write_subject(zk: ZkSession, record: SubjectRecord) -> None:
         txn.set_json(subject_path(record.subject), record.to_json(), record.znode_version)
     _touch(txn)
     _commit(txn)
+    return dataclasses.replace(record, znode_version=record.znode_version + 1)
 
 
 def delete_subject(zk: ZkSession, record: SubjectRecord) -> None:

@@ -10,6 +10,7 @@ level; ``/v1/schemas/changes`` is touched by every write so one watch tells a no
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -108,9 +109,15 @@ class SubjectRecord:
     compatibility: CompatibilityLevel | None = None
     znode_version: int = field(default=-1, compare=False)
 
-    @property
+    @functools.cached_property
     def live(self) -> tuple[SubjectVersion, ...]:
         return tuple(v for v in self.versions if not v.deleted)
+
+    @functools.cached_property
+    def schema_ids(self) -> frozenset[int]:
+        """Every id registered under the subject (soft-deleted versions included): the
+        leader asks for each framed record of a bound stream."""
+        return frozenset(v.schema_id for v in self.versions)
 
     def next_version(self) -> int:
         """Version numbers only grow, past soft-deleted ones too (as Confluent's)."""

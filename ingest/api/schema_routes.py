@@ -85,7 +85,7 @@ def _schema_id_routes(app: FastAPI, registry: SchemaRegistry, auth: NodeAuth) ->
     def visible(request: Request, schema_id: int, deleted: bool) -> list[tuple[str, int]]:
         """Where the id is registered, among the subjects the caller may describe; an id
         under none of them is not found (its text may be private to a subject)."""
-        places = registry.subject_versions_of_id(schema_id, deleted=True)
+        places = registry.subject_versions_of_id(schema_id)
         principal = principal_of(request)
         allowed = [
             (s, v)
@@ -94,10 +94,7 @@ def _schema_id_routes(app: FastAPI, registry: SchemaRegistry, auth: NodeAuth) ->
         ]
         if (places and not allowed) or (auth.enabled and not places):
             raise SchemaNotFoundError(f"Schema {schema_id} not found")
-        if deleted:
-            return allowed
-        live = set(registry.subject_versions_of_id(schema_id))
-        return [p for p in allowed if p in live]
+        return [(s, v.version) for s, v in allowed if deleted or not v.deleted]
 
     @app.get("/schemas/ids/{schema_id}", tags=TAGS)
     async def schema_by_id(

@@ -23,10 +23,11 @@ class _Session:
 
 
 def test_stop_returns_only_after_the_zookeeper_call_in_flight_ends() -> None:
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
     finished: list[str] = []
 
     def blocking_write() -> str:
+        started.set()
         release.wait(timeout=10)
         finished.append("written")
         return "written"
@@ -34,7 +35,7 @@ def test_stop_returns_only_after_the_zookeeper_call_in_flight_ends() -> None:
     async def scenario() -> None:
         controller = Controller(cast(ZkSession, _Session()), broker_id=1)
         caller = asyncio.ensure_future(controller._in_thread(blocking_write))
-        await asyncio.sleep(0)  # the call is in its thread
+        assert await asyncio.to_thread(started.wait, 10)  # the call is in its thread
         caller.cancel()
         stopping = asyncio.ensure_future(controller.stop())
         await asyncio.wait({stopping}, timeout=0.2)
