@@ -18,7 +18,6 @@ from pyspark.sql.types import StructType
 from datasource.errors import PublishError, SchemaError
 from datasource.options import BINARY, TYPED, SinkOptions
 from datasource.sink_rows import check_record_columns
-from datasource.stream_view import bound_value_schema
 from datasource.typed_datum import row_datums, value_columns
 from spark_log.api_models import StreamDescription
 from spark_log.client.rest import RestClient
@@ -38,7 +37,7 @@ def sink_binding(options: SinkOptions, schema: StructType) -> ValueSchema | None
         return None
     rest = RestClient(options.servers, credentials=options.credentials)
     body = StreamDescription.from_json(rest.get_json(f"/v1/streams/{options.stream}"))
-    binding = bound_value_schema(body, options.stream)
+    binding = body.spec.value_schema
     if binding is None:
         if options.value_format == TYPED:
             raise SchemaError(

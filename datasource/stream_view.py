@@ -7,13 +7,12 @@ and a missing leader is a clear error at the point where a query actually needs 
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from spark_log.api_models import ClusterInfo, PartitionState, StreamDescription
 from spark_log.client.rest import RestClient
 from spark_log.errors import UnavailableError
-from spark_log.value_schema import ValueSchema, default_subject
+from spark_log.value_schema import ValueSchema
 
 
 @dataclass(frozen=True)
@@ -62,21 +61,7 @@ def describe(rest: RestClient, stream: str) -> StreamView:
         _partition_view(p, urls) for p in sorted(body.partitions, key=lambda p: p.partition)
     )
     lake_uri = body.lake.uri if body.lake is not None else None
-    binding = bound_value_schema(body, stream)
-    return StreamView(stream, partitions, lake_uri, body.encryption, binding)
-
-
-def bound_value_schema(body: StreamDescription, stream: str) -> ValueSchema | None:
-    """The stream's ``value_schema``, its subject filled in (None: unbound); the description
-    may hold it as its JSON object."""
-    binding: object = body.value_schema
-    if isinstance(binding, dict):
-        binding = ValueSchema(**binding)
-    if not isinstance(binding, ValueSchema):
-        return None
-    if binding.subject:
-        return binding
-    return dataclasses.replace(binding, subject=default_subject(stream))
+    return StreamView(stream, partitions, lake_uri, body.encryption, body.spec.value_schema)
 
 
 def _partition_view(state: PartitionState, urls: dict[int, str]) -> PartitionView:

@@ -55,9 +55,14 @@ def output_batches(
     if settings.typed is not None:
         yield from typed_output(source, settings, settings.typed, partition)
         return
+    registry = (
+        process_registry(settings.servers, settings.credentials)
+        if settings.typed_lake_columns
+        else None
+    )
     for rows in source:
-        if settings.typed_lake_columns:
-            rows = with_raw_values(rows, process_registry(settings.servers, settings.credentials))
+        if registry is not None:
+            rows = with_raw_values(rows, registry)
         batch = to_output_batch(rows, settings.stream, partition, settings.include_headers)
         batch = settings.rows.apply(batch)
         if batch.num_rows:

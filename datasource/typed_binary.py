@@ -10,31 +10,14 @@ did not decode, an empty value for a tombstone. Schemas come from the registry b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pyarrow as pa
 
 from datasource.errors import CorruptRecordsError
+from datasource.typed_lookup import RegistrySchemas
 from spark_log.client.schema_registry import RegistryClient
 from spark_log.errors import LiftlogError
 from spark_log.lake.typed_layout import RAW_VALUE_COLUMN, SCHEMA_ID_COLUMN
 from spark_log.lake.typed_reencode import raw_values
-from spark_log.schemas import ParsedSchema
-
-
-@dataclass(frozen=True)
-class _Loaded:
-    parsed: ParsedSchema
-
-
-@dataclass(frozen=True)
-class _RegistryById:
-    """The registry client as the rebuild asks it: a schema by id (cached by the client)."""
-
-    registry: RegistryClient
-
-    def loaded(self, schema_id: int) -> _Loaded:
-        return _Loaded(self.registry.parsed_by_id(schema_id))
 
 
 def with_raw_values(rows: pa.RecordBatch, registry: RegistryClient) -> pa.RecordBatch:
@@ -44,7 +27,7 @@ def with_raw_values(rows: pa.RecordBatch, registry: RegistryClient) -> pa.Record
     if RAW_VALUE_COLUMN in names or SCHEMA_ID_COLUMN not in names:
         return rows
     try:
-        values = raw_values(pa.Table.from_batches([rows]), _RegistryById(registry))
+        values = raw_values(pa.Table.from_batches([rows]), RegistrySchemas(registry, frozenset()))
     except LiftlogError as exc:
         raise CorruptRecordsError(
             f"typed lake rows cannot be serialised again: {exc.message}; read the stream "

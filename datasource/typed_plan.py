@@ -16,7 +16,6 @@ import pyarrow as pa
 
 from datasource.errors import InvalidOptionError, SchemaChangedError
 from datasource.options import BINARY, TYPED, SourceOptions
-from datasource.stream_view import bound_value_schema
 from spark_log.api_models import StreamDescription
 from spark_log.client.rest import RestClient
 from spark_log.client.schema_registry import RegisteredSchema, RegistryClient
@@ -27,7 +26,6 @@ from spark_log.lake.typed_layout import (
     RAW_VALUE_FIELD,
     TYPED_BASE_SCHEMA,
     plan_layout,
-    table_value_type,
 )
 from spark_log.schemas import parse_schema
 from spark_log.schemas.arrow_types import value_arrow_type
@@ -60,11 +58,6 @@ class TypedRead:
     def schema_ids(self) -> frozenset[int]:
         return frozenset(v.schema_id for v in self.versions)
 
-    @property
-    def value_type(self) -> pa.StructType:
-        """The value's fields, as the value names them."""
-        return table_value_type(self.table_schema)
-
 
 def plan_typed(opts: SourceOptions) -> TypedRead | None:
     """The typed layout of the read (None: Kafka's binary columns). Without
@@ -73,7 +66,7 @@ def plan_typed(opts: SourceOptions) -> TypedRead | None:
         return None
     rest = RestClient(opts.servers, credentials=opts.credentials)
     body = StreamDescription.from_json(rest.get_json(f"/v1/streams/{opts.stream}"))
-    binding = value_binding(opts.stream, bound_value_schema(body, opts.stream), opts.value_format)
+    binding = value_binding(opts.stream, body.spec.value_schema, opts.value_format)
     if binding is None:
         return None
     versions = subject_versions(RegistryClient(rest), binding.subject)

@@ -76,7 +76,8 @@ def untyped_rows(rows: pa.Table, table_schema: pa.Schema) -> TableRows:
         return TableRows(rows, merge_schema=False)
     columns = {name: rows.column(name) for name in rows.column_names}
     fields = [
-        _nullable(field) if field.name == RAW_VALUE_COLUMN else field for field in rows.schema
+        field.with_nullable(True) if field.name == RAW_VALUE_COLUMN else field
+        for field in rows.schema
     ]
     for field in table_schema:
         if field.name not in columns:
@@ -90,10 +91,6 @@ def untyped_rows(rows: pa.Table, table_schema: pa.Schema) -> TableRows:
 def _document(parsed: ParsedSchema) -> JsonValue:
     """A parsed schema's document, which is JSON by construction."""
     return cast(JsonValue, parsed.document)
-
-
-def _nullable(field: pa.Field) -> pa.Field:
-    return field.with_nullable(True)
 
 
 def _converted(

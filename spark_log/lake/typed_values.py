@@ -61,17 +61,27 @@ class DecodedValues:
 
 
 def decode_values(raw: list[bytes], subject: str, registry: SchemaLookup) -> DecodedValues:
-    """Decode every value of a batch (see the module's rules)."""
+    """Decode every value of a batch (see the module's rules). A batch names few schema
+    ids: the registry is asked once per id, not once per row."""
     decoded = DecodedValues([None] * len(raw), [None] * len(raw))
     latest = registry.latest_id(subject)
+    schemas: dict[int, ParsedSchema | None] = {}
     for row, value in enumerate(raw):
         if not value:
             continue  # a tombstone
-        schema_id = _schema_id(value, subject, registry, latest)
+        framed = unframe(value)
+        schema_id = latest if framed is None else framed[0]
         try:
-            if schema_id is None:
+            parsed = (
+                None
+                if schema_id is None
+                else _parsed(schemas, schema_id, subject, registry, framed is not None)
+            )
+            if schema_id is None or parsed is None:
                 raise SchemaViolationError("", "no schema of the subject decodes this value")
-            decoded.values[row] = _decode(value, registry.loaded(schema_id).parsed)
+            decoded.values[row] = (
+                parsed.decode_json(value) if framed is None else parsed.decode(framed[1])
+            )
         except (SchemaViolationError, SchemaNotFoundError):
             decoded.invalid.append(row)
             continue
@@ -80,16 +90,16 @@ def decode_values(raw: list[bytes], subject: str, registry: SchemaLookup) -> Dec
     return decoded
 
 
-def _schema_id(
-    value: bytes, subject: str, registry: SchemaLookup, latest: int | None
-) -> int | None:
-    framed = unframe(value)
-    if framed is None:
-        return latest
-    schema_id = framed[0]
-    return schema_id if registry.registered_under(subject, schema_id) else None
-
-
-def _decode(value: bytes, parsed: ParsedSchema) -> object:
-    framed = unframe(value)
-    return parsed.decode_json(value) if framed is None else parsed.decode(framed[1])
+def _parsed(
+    schemas: dict[int, ParsedSchema | None],
+    schema_id: int,
+    subject: str,
+    registry: SchemaLookup,
+    framed: bool,
+) -> ParsedSchema | None:
+    """The schema a value decodes with: None when it has no id of the subject (a framed id
+    registered elsewhere, or no version for plain JSON). Remembered per batch."""
+    if schema_id not in schemas:
+        known = not framed or registry.registered_under(subject, schema_id)
+        schemas[schema_id] = registry.loaded(schema_id).parsed if known else None
+    return schemas[schema_id]
