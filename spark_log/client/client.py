@@ -307,7 +307,7 @@ class Client(AuthAdminMixin, CursorMixin):
         """
         spec = await self._spec(stream)
         payload = await self._value_bytes(spec, value)
-        key_b = _as_bytes(key) if key is not None else None
+        key_b = raw_bytes(key) if key is not None else None
         p = self._choose_partition(spec, key_b, partition)
         hdrs = dict(headers or {})
         if key_b is not None:
@@ -340,7 +340,7 @@ class Client(AuthAdminMixin, CursorMixin):
         spec = await self._spec(stream)
         value_list = [await self._value_bytes(spec, v) for v in given]
         key_list = (
-            [_as_bytes(k) if k is not None else None for k in keys] if keys is not None else None
+            [raw_bytes(k) if k is not None else None for k in keys] if keys is not None else None
         )
         first_key = key_list[0] if key_list else None
         p = self._choose_partition(spec, first_key, partition)
@@ -381,10 +381,7 @@ class Client(AuthAdminMixin, CursorMixin):
         version of the stream's subject and framed with its id (Confluent's wire format), text
         too (``publish`` sends text unchanged). InvalidRequestError on an unbound stream,
         SchemaViolationError (naming the field) for a value the schema refuses."""
-        spec = await self._spec(stream)
-        binding = binding_of(stream, spec.value_schema, value)
-        latest = await self._latest_schema(binding.subject)
-        return serialize(stream, binding, latest, value)
+        return await self._serialized(await self._spec(stream), value)
 
     async def decode_value(self, stream: str, value: bytes) -> object:
         """A stored value of ``stream`` decoded: a framed one (Confluent's wire format) by the
@@ -407,8 +404,9 @@ class Client(AuthAdminMixin, CursorMixin):
     async def _value_bytes(self, spec: StreamSpec, value: object) -> bytes:
         """What ``publish`` sends for ``value``: bytes and text unchanged, any other value
         serialised with the stream's schema."""
-        if is_raw(value):
-            return raw_bytes(value)
+        return raw_bytes(value) if is_raw(value) else await self._serialized(spec, value)
+
+    async def _serialized(self, spec: StreamSpec, value: object) -> bytes:
         binding = binding_of(spec.name, spec.value_schema, value)
         latest = await self._latest_schema(binding.subject)
         return serialize(spec.name, binding, latest, value)
@@ -954,10 +952,6 @@ def _fetch_limit(batch: int, offset: int, end: int | None, left: int | None) -> 
 
 def _first_offset(fetched: Fetched) -> int:
     return fetched.records[0].offset if fetched.records else fetched.next_offset
-
-
-def _as_bytes(value: bytes | str) -> bytes:
-    return value.encode() if isinstance(value, str) else bytes(value)
 
 
 def _set_options(
