@@ -29,11 +29,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import contextlib
 import statistics
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +45,7 @@ from liftlog.bench.publish.latency import measure_latency
 from liftlog.bench.publish.publishers import LiftlogPublisher, Publisher
 from liftlog.bench.publish.settings import ACK_TIMEOUT_S, BenchSettings
 from liftlog.bench.publish.window import WindowOutcome, run_window
+from liftlog.bench.toolkit.embedded_stack import started_stack
 from liftlog.bench.toolkit.json_object import JsonObject
 from liftlog.bench.toolkit.machine import describe_machine
 from liftlog.bench.toolkit.payload import payload
@@ -54,7 +54,6 @@ from liftlog.bench.toolkit.progress import Progress
 from liftlog.bench.toolkit.spread import Spread
 from liftlog.bench.toolkit.stats import Latency, Throughput
 from liftlog.bench.toolkit.table import render_table
-from liftlog.embedded.ports import free_port, free_port_block
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
 from spark_log.client.credentials import ClientCredentials
@@ -276,24 +275,6 @@ async def lost_records(client: Client, totals: Totals) -> int:
     return lost
 
 
-@contextlib.contextmanager
-def started_stack(root: Path, nodes: int, progress: Progress) -> Iterator[Standalone]:
-    stack = Standalone(
-        nodes=nodes,
-        data_dir=root / "stack",
-        nats_port=free_port(),
-        zk_port=free_port(),
-        api_port=free_port_block(nodes),
-        liftbridge_port=free_port_block(nodes),
-        report=progress.say,
-    )
-    progress.say(f"starting NATS, ZooKeeper and {nodes} node(s) ...")
-    with stack:
-        for name, address in stack.endpoints():
-            progress.say(f"  {name:<14} {address}")
-        yield stack
-
-
 async def measure_all(
     stack: Standalone, settings: BenchSettings, runs: int, progress: Progress
 ) -> tuple[list[RunResult], int]:
@@ -319,26 +300,22 @@ async def measure_all(
     return results, lost
 
 
-def _spread(values: Sequence[float]) -> Spread:
-    return Spread.of(list(values))
-
-
 def render_report(results: Sequence[RunResult], lost: int, machine: JsonObject) -> str:
     runs = len(results)
     rows = [
-        [path, _spread([r.publish[path].records_per_s for r in results]).render()]
+        [path, Spread.of([r.publish[path].records_per_s for r in results]).render()]
         for path in PUBLISH_PATHS
     ]
     latency_rows = [
         [
             path,
-            _spread([r.latency[path].p50_ms for r in results]).render(2),
-            _spread([r.latency[path].p99_ms for r in results]).render(2),
+            Spread.of([r.latency[path].p50_ms for r in results]).render(2),
+            Spread.of([r.latency[path].p99_ms for r in results]).render(2),
         ]
         for path in LATENCY_PATHS
     ]
     read_rows = [
-        [path, _spread([r.read[path].records_per_s for r in results]).render()]
+        [path, Spread.of([r.read[path].records_per_s for r in results]).render()]
         for path in READ_PATHS
     ]
     return "\n".join(

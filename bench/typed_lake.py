@@ -55,6 +55,7 @@ from liftlog.bench.errors import BenchError
 from liftlog.bench.jetstream.server import varz
 from liftlog.bench.lake.spark_reads import spark_session, time_interleaved
 from liftlog.bench.publish.settings import ACK_TIMEOUT_S
+from liftlog.bench.toolkit.embedded_stack import started_stack
 from liftlog.bench.toolkit.json_object import JsonObject
 from liftlog.bench.toolkit.machine import describe_machine
 from liftlog.bench.toolkit.plumbing import data_root, loadavg, write_json
@@ -62,14 +63,13 @@ from liftlog.bench.toolkit.progress import Progress
 from liftlog.bench.toolkit.spread import Spread
 from liftlog.bench.toolkit.stats import percentile
 from liftlog.bench.toolkit.table import render_table
-from liftlog.embedded.ports import free_port
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
 from spark_log.client.credentials import ClientCredentials
 from spark_log.config import LakeConfig
 from spark_log.errors import LiftlogError
 from spark_log.nats_config import NatsCredentials
-from spark_log.schemas import SchemaType, frame, parse_schema
+from spark_log.schemas import ParsedSchema, SchemaType, frame, parse_schema
 
 DEFAULT_RECORDS = 50_000
 DEFAULT_RUNS = 3
@@ -190,12 +190,11 @@ class Codecs:
 
     avro_id: int
     json_id: int
-    avro_text: str
+    avro: ParsedSchema
+    """The Avro subject's schema, parsed once."""
 
-    def value(self, path: str, rec: dict[str, object]) -> bytes:
-        if path == AVRO_BOUND:
-            return frame(self.avro_id, parse_schema(SchemaType.AVRO, self.avro_text).encode(rec))
-        return json_text(rec)
+    def avro_value(self, rec: dict[str, object]) -> bytes:
+        return frame(self.avro_id, self.avro.encode(rec))
 
 
 def register(client: Client) -> Codecs:
@@ -203,17 +202,16 @@ def register(client: Client) -> Codecs:
     registry = client.schema_registry
     avro_id = registry.register(AVRO_SUBJECT, avro_text, SchemaType.AVRO).schema_id
     json_id = registry.register(JSON_SUBJECT, json.dumps(JSON_SCHEMA), SchemaType.JSON).schema_id
-    return Codecs(avro_id, json_id, avro_text)
+    return Codecs(avro_id, json_id, parse_schema(SchemaType.AVRO, avro_text))
 
 
 def all_values(codecs: Codecs, records: int) -> dict[str, list[bytes]]:
     """Every path's N value bytes, encoded once (Avro with one parsed schema)."""
-    avro = parse_schema(SchemaType.AVRO, codecs.avro_text)
     recs = [record(i, BASE_TS_MS + i * TS_STEP_MS) for i in range(records)]
     text = [json_text(r) for r in recs]
     return {
         UNBOUND: text,
-        AVRO_BOUND: [frame(codecs.avro_id, avro.encode(r)) for r in recs],
+        AVRO_BOUND: [codecs.avro_value(r) for r in recs],
         JSON_BOUND: text,
     }
 
@@ -374,7 +372,7 @@ async def paced_publish(client: Client, codecs: Codecs, stream: str, count: int,
         delay = started + i / rate - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)
-        value = codecs.value(AVRO_BOUND, record(i, int(time.time() * 1000)))
+        value = codecs.avro_value(record(i, int(time.time() * 1000)))
         acks.append(asyncio.create_task(client.publish(stream, value, timeout_s=ACK_TIMEOUT_S)))
     await asyncio.gather(*acks)
 
@@ -509,24 +507,6 @@ async def measure_run(
 
 
 @contextlib.contextmanager
-def started_stack(root: Path, progress: Progress) -> Iterator[Standalone]:
-    stack = Standalone(
-        nodes=1,
-        data_dir=root / "stack",
-        nats_port=free_port(),
-        zk_port=free_port(),
-        api_port=free_port(),
-        liftbridge_port=free_port(),
-        report=progress.say,
-    )
-    progress.say("starting NATS, ZooKeeper and one node (lake settings at their defaults) ...")
-    with stack:
-        for name, address in stack.endpoints():
-            progress.say(f"  {name:<14} {address}")
-        yield stack
-
-
-@contextlib.contextmanager
 def started_spark(progress: Progress) -> Iterator[SparkSession]:
     progress.say("starting a local Spark session ...")
     spark = spark_session("liftlog-bench-typed-lake", SPARK_EXTRA)
@@ -562,10 +542,6 @@ def _slug(path: str) -> str:
     return path.split(")")[0].strip("(")
 
 
-def _spread(values: Sequence[float]) -> Spread:
-    return Spread.of(list(values))
-
-
 def lost(results: Sequence[RunResult], records: int) -> dict[str, int]:
     """Records acknowledged but missing from a table, per measure (0 when all are there)."""
     exported = sum(max(0, records - r.export[p].rows) for r in results for p in PATHS)
@@ -583,11 +559,11 @@ def export_table(results: Sequence[RunResult], records: int) -> str:
         rows.append(
             [
                 path,
-                _spread([e.rows_per_s for e in exports]).render(),
+                Spread.of([e.rows_per_s for e in exports]).render(),
                 f"{statistics.median(shares) * 100:.0f} %" if shares else "-",
-                _spread([e.flush_s for e in exports]).render(2),
-                _spread([e.before_flush for e in exports]).render(),
-                _spread([e.parquet_bytes / 1e6 for e in exports]).render(1),
+                Spread.of([e.flush_s for e in exports]).render(2),
+                Spread.of([e.before_flush for e in exports]).render(),
+                Spread.of([e.parquet_bytes / 1e6 for e in exports]).render(1),
             ]
         )
     headers = [f"lake export, {records:,} records", "rows/s", "of (a)", "flush s"]
@@ -600,10 +576,10 @@ def visible_table(results: Sequence[RunResult], settings: Settings) -> str:
         return "publish -> typed row visible: no record became visible"
     row = [
         AVRO_BOUND,
-        _spread([float(str(f["p50_ms"])) for f in figures]).render(),
-        _spread([float(str(f["p99_ms"])) for f in figures]).render(),
-        _spread([float(str(f["max_ms"])) for f in figures]).render(),
-        _spread([float(str(f["slowest_poll_ms"])) for f in figures]).render(),
+        Spread.of([float(str(f["p50_ms"])) for f in figures]).render(),
+        Spread.of([float(str(f["p99_ms"])) for f in figures]).render(),
+        Spread.of([float(str(f["max_ms"])) for f in figures]).render(),
+        Spread.of([float(str(f["slowest_poll_ms"])) for f in figures]).render(),
     ]
     title = f"publish -> row visible, {settings.visible_rate}/s for {settings.visible_seconds:g} s"
     return render_table([title, "p50 ms", "p99 ms", "max ms", "slowest poll ms"], [row])
@@ -614,7 +590,7 @@ def spark_table(results: Sequence[RunResult], records: int) -> str:
     for path in (AVRO_BOUND, JSON_BOUND, UNBOUND):
         query = [records / r.spark_query_s[path] for r in results]
         scan = [records / r.spark_scan_s[path] for r in results]
-        rows.append([SPARK_SIDES[path], _spread(query).render(), _spread(scan).render()])
+        rows.append([SPARK_SIDES[path], Spread.of(query).render(), Spread.of(scan).render()])
     title = f"Spark aggregation, {records:,} rows"
     return render_table([title, "rows/s (query)", "rows/s (planned, re-run)"], rows)
 
@@ -699,7 +675,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with (
             data_root(args.data_dir) as root,
-            started_stack(root, progress) as stack,
+            started_stack(root, 1, progress, " (lake settings at their defaults)") as stack,
             started_spark(progress) as spark,
         ):
             version = str(varz(stack.nats.monitor_url).get("version", "unknown"))

@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import statistics
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +40,7 @@ from liftlog.bench.publish.latency import LATENCY_WARMUP_MESSAGES, measure_laten
 from liftlog.bench.publish.publishers import LiftlogPublisher
 from liftlog.bench.publish.settings import ACK_TIMEOUT_S, BenchSettings
 from liftlog.bench.publish.window import WindowOutcome, run_window
+from liftlog.bench.toolkit.embedded_stack import started_stack
 from liftlog.bench.toolkit.json_object import JsonObject
 from liftlog.bench.toolkit.machine import describe_machine
 from liftlog.bench.toolkit.plumbing import data_root, loadavg, write_json
@@ -48,7 +48,6 @@ from liftlog.bench.toolkit.progress import Progress
 from liftlog.bench.toolkit.spread import Spread
 from liftlog.bench.toolkit.stats import Latency, Throughput
 from liftlog.bench.toolkit.table import render_table
-from liftlog.embedded.ports import free_port, free_port_block
 from liftlog.embedded.standalone import Standalone
 from spark_log.client import Client
 from spark_log.client.credentials import ClientCredentials
@@ -267,24 +266,6 @@ async def lost_records(client: Client, totals: Totals) -> int:
     return lost
 
 
-@contextlib.contextmanager
-def started_stack(root: Path, nodes: int, progress: Progress) -> Iterator[Standalone]:
-    stack = Standalone(
-        nodes=nodes,
-        data_dir=root / "stack",
-        nats_port=free_port(),
-        zk_port=free_port(),
-        api_port=free_port_block(nodes),
-        liftbridge_port=free_port_block(nodes),
-        report=progress.say,
-    )
-    progress.say(f"starting NATS, ZooKeeper and {nodes} node(s) ...")
-    with stack:
-        for name, address in stack.endpoints():
-            progress.say(f"  {name:<14} {address}")
-        yield stack
-
-
 @dataclass
 class Outcome:
     results: list[RunResult]
@@ -320,10 +301,6 @@ async def measure_all(
     return Outcome(results, lost, refused, values)
 
 
-def _spread(values: Sequence[float]) -> Spread:
-    return Spread.of(list(values))
-
-
 def _relative(results: Sequence[RunResult], path: str) -> str:
     """The path's median throughput as a share of the unbound stream's (same run's pairs)."""
     shares = [r.publish[path].records_per_s / r.publish[UNBOUND].records_per_s for r in results]
@@ -337,7 +314,7 @@ def render_report(outcome: Outcome, machine: JsonObject) -> str:
         [
             path,
             f"{len(outcome.values.for_path(path))} B",
-            _spread([r.publish[path].records_per_s for r in results]).render(),
+            Spread.of([r.publish[path].records_per_s for r in results]).render(),
             _relative(results, path),
         ]
         for path in PUBLISH_PATHS
@@ -345,8 +322,8 @@ def render_report(outcome: Outcome, machine: JsonObject) -> str:
     latency_rows = [
         [
             path,
-            _spread([r.latency[path].p50_ms for r in results]).render(2),
-            _spread([r.latency[path].p99_ms for r in results]).render(2),
+            Spread.of([r.latency[path].p50_ms for r in results]).render(2),
+            Spread.of([r.latency[path].p99_ms for r in results]).render(2),
         ]
         for path in LATENCY_PATHS
     ]
