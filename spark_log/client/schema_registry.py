@@ -180,7 +180,9 @@ class RegistryClient:
             return cached
         now = time.monotonic()
         found = self.version(subject, LATEST)
-        latest = LatestSchema(found.schema_id, parse_schema(found.schema_type, found.schema))
+        # an id never changes: a version seen before is not parsed again after the TTL
+        parsed = self.cached_by_id(found.schema_id) or parse_schema(found.schema_type, found.schema)
+        latest = LatestSchema(found.schema_id, parsed)
         with self._lock:
             self._latest[subject] = (now, latest)
             self._by_id.setdefault(found.schema_id, latest.parsed)
